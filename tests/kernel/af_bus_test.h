@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Shared helpers for the AF_BUS kernel tests (tests/kernel/af_bus_*.c).
+ *
+ * Build each test with
+ *   gcc -O2 -g -Wall -Wextra -Werror -pthread \
+ *       -I<exported uapi headers>/include \
+ *       -I<linux>/tools/testing/selftests af_bus_X.c -o af_bus_X
+ *
+ * Every socket made here has SO_RCVTIMEO and SO_SNDTIMEO set, so a
+ * blocking call that the kernel wrongly blocks fails the test with
+ * EAGAIN instead of hanging it.  Sends use MSG_NOSIGNAL unless a test
+ * is about SIGPIPE.
+ */
+#ifndef AF_BUS_TEST_H
+#define AF_BUS_TEST_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/bus.h>
+
+/*
+ * The 6.1 harness is not -Wextra clean: its TEST() wrapper and timeout
+ * handler have unused parameters, expanded in our files.
+ */
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "kselftest_harness.h"
+
+#ifndef AF_BUS
+#define AF_BUS 46
+#endif
+#ifndef PF_BUS
+#define PF_BUS AF_BUS
+#endif
+#ifndef SOL_BUS
+#define SOL_BUS 288
+#endif
+
+/* Length of a sockaddr_bus that carries no path at all. */
+#define BUS_SA_NOPATH	offsetof(struct sockaddr_bus, sbus_path)
+/* Default SO_RCVTIMEO/SO_SNDTIMEO of every socket the tests make. */
+#define BUS_TIMEOUT_MS	2000
+/* Default limit of a receive queue, in messages (semantics.md). */
+#define BUS_QLEN_MAX	1024
+
+/* A bus address: sockaddr with the length to pass to bind/connect/sendto. */
+struct bus_name {
+	struct sockaddr_bus sa;
+	socklen_t len;
+};
+
+/* One client: its connected socket, the master's accepted socket for it. */
+struct bus_peer {
+	int cfd;
+	int afd;
+	__u64 addr;	/* prefix-0 address the kernel gave it */
+};
+
+/*
+ * Expect expr to fail with -1 and errno == err; log the expression and
+ * both errnos when it does not.
+ */
+#define ASSERT_ERRNO(err, expr) do {					\
+	long __r;							\
+	int __e;							\
+	errno = 0;							\
+	__r = (long)(expr);						\
+	__e = errno;							\
+	ASSERT_EQ(-1, __r)						\
+		TH_LOG("%s succeeded, expected %s", #expr, strerror(err)); \
+	ASSERT_EQ(err, __e)						\
+		TH_LOG("%s: %s, expected %s", #expr, strerror(__e),	\
+		       strerror(err));					\
+} while (0)
+
+/* Expect expr to return 0 (setsockopt, bind, ...), else log errno. */
+#define ASSERT_OK(expr) do {						\
+	long __r;							\
+	errno = 0;							\
+	__r = (long)(expr);						\
+	ASSERT_EQ(0, __r) TH_LOG("%s: %s", #expr, strerror(errno));	\
+} while (0)
+
+static inline __u64 bus_mkaddr(unsigned int prefix, __u64 client)
+{
+	return ((__u64)prefix << BUS_PREFIX_SHIFT) | (client & BUS_CLIENT_MASK);
+}
+
+static inline __u64 bus_mcast(unsigned int prefix)
+{
+	return bus_mkaddr(prefix, BUS_CLIENT_MASK);
+}
+
+/* An abstract name no other test (in any process) uses. */
+static inline struct bus_name bus_name_abstract(void)
+{
+	static unsigned int counter;
+	struct bus_name n;
+	int len;
+
+	memset(&n, 0, sizeof(n));
+	n.sa.sbus_family = AF_BUS;
+	len = snprintf(n.sa.sbus_path + 1, sizeof(n.sa.sbus_path) - 1,
+		       "afbus-test-%d-%u", (int)getpid(), ++counter);
+	n.len = BUS_SA_NOPATH + 1 + len;
+	return n;
+}
+
+/* A filesystem name, with the canonical length (path and its NUL). */
+static inline struct bus_name bus_name_path(const char *path)
+{
+	struct bus_name n;
+
+	memset(&n, 0, sizeof(n));
+	n.sa.sbus_family = AF_BUS;
+	strncpy(n.sa.sbus_path, path, sizeof(n.sa.sbus_path) - 1);
+	n.len = BUS_SA_NOPATH + strlen(n.sa.sbus_path) + 1;
+	return n;
+}
+
+/* A fresh filesystem name under /tmp (left over files are removed). */
+static inline struct bus_name bus_name_tmp(void)
+{
+	static unsigned int counter;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/tmp/afbus-test-%d-%u",
+		 (int)getpid(), ++counter);
+	unlink(path);
+	return bus_name_path(path);
+}
+
+/* The bus name with a destination (or bound) address filled in. */
+static inline struct bus_name bus_dest(const struct bus_name *bus, __u64 addr)
+{
+	struct bus_name n = *bus;
+
+	n.sa.sbus_addr.s_addr = addr;
+	return n;
+}
+
+static inline void bus_set_timeouts(struct __test_metadata *_metadata,
+				    int fd, int ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000,
+			      .tv_usec = (ms % 1000) * 1000 };
+
+	ASSERT_OK(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	ASSERT_OK(setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+}
+
+/* An AF_BUS SOCK_SEQPACKET socket of the given protocol, with timeouts. */
+static inline int bus_socket(struct __test_metadata *_metadata, int proto)
+{
+	int fd = socket(AF_BUS, SOCK_SEQPACKET, proto);
+
+	ASSERT_LE(0, fd) TH_LOG("socket(AF_BUS): %s", strerror(errno));
+	bus_set_timeouts(_metadata, fd, BUS_TIMEOUT_MS);
+	return fd;
+}
+
+/* A listening bus master of the given protocol on bus. */
+static inline int bus_master_proto(struct __test_metadata *_metadata,
+				   const struct bus_name *bus, int proto)
+{
+	int fd = bus_socket(_metadata, proto);
+
+	ASSERT_OK(bind(fd, (const struct sockaddr *)&bus->sa, bus->len));
+	ASSERT_OK(listen(fd, 64));
+	return fd;
+}
+
+static inline int bus_master(struct __test_metadata *_metadata,
+			     const struct bus_name *bus)
+{
+	return bus_master_proto(_metadata, bus, BUS_PROTO_NONE);
+}
+
+/* A client socket connected to bus. */
+static inline int bus_connect(struct __test_metadata *_metadata,
+			      const struct bus_name *bus)
+{
+	int fd = bus_socket(_metadata, BUS_PROTO_NONE);
+
+	ASSERT_OK(connect(fd, (const struct sockaddr *)&bus->sa, bus->len));
+	return fd;
+}
+
+/* Accept one pending client on master, with timeouts set on it. */
+static inline int bus_accept(struct __test_metadata *_metadata, int master)
+{
+	int fd = accept(master, NULL, NULL);
+
+	ASSERT_LE(0, fd) TH_LOG("accept: %s", strerror(errno));
+	bus_set_timeouts(_metadata, fd, BUS_TIMEOUT_MS);
+	return fd;
+}
+
+static inline void bus_join(struct __test_metadata *_metadata, int afd)
+{
+	ASSERT_OK(setsockopt(afd, SOL_BUS, BUS_JOIN_BUS, NULL, 0));
+}
+
+/* setsockopt(fd, SOL_BUS, BUS_ADD_ADDR or BUS_DEL_ADDR, addr). */
+static inline int bus_addr_opt(int fd, int opt, __u64 addr)
+{
+	struct bus_addr a = { .s_addr = addr };
+
+	return setsockopt(fd, SOL_BUS, opt, &a, sizeof(a));
+}
+
+/* The sbus_addr that getsockname() reports for fd. */
+static inline __u64 bus_local_addr(struct __test_metadata *_metadata, int fd)
+{
+	struct sockaddr_bus sa;
+	socklen_t len = sizeof(sa);
+
+	memset(&sa, 0xa5, sizeof(sa));
+	ASSERT_OK(getsockname(fd, (struct sockaddr *)&sa, &len));
+	ASSERT_EQ(AF_BUS, sa.sbus_family);
+	return sa.sbus_addr.s_addr;
+}
+
+/* Connect a client to bus, accept it on master, and join it if asked. */
+static inline void bus_peer_open(struct __test_metadata *_metadata,
+				 struct bus_peer *p, int master,
+				 const struct bus_name *bus, bool join)
+{
+	p->cfd = bus_connect(_metadata, bus);
+	p->afd = bus_accept(_metadata, master);
+	p->addr = bus_local_addr(_metadata, p->cfd);
+	if (join)
+		bus_join(_metadata, p->afd);
+}
+
+static inline void bus_peer_close(struct bus_peer *p)
+{
+	if (p->cfd >= 0)
+		close(p->cfd);
+	if (p->afd >= 0)
+		close(p->afd);
+	p->cfd = p->afd = -1;
+}
+
+/* sendto(fd, {AF_BUS, addr, bus path}); MSG_NOSIGNAL is always added. */
+static inline ssize_t bus_sendto(int fd, const struct bus_name *bus, __u64 addr,
+				 const void *buf, size_t len, int flags)
+{
+	struct bus_name d = bus_dest(bus, addr);
+
+	return sendto(fd, buf, len, flags | MSG_NOSIGNAL,
+		      (const struct sockaddr *)&d.sa, d.len);
+}
+
+/* Send the string s to addr on bus, expecting all of it to go out. */
+static inline void bus_send_str(struct __test_metadata *_metadata, int fd,
+				const struct bus_name *bus, __u64 addr,
+				const char *s)
+{
+	ssize_t n = bus_sendto(fd, bus, addr, s, strlen(s), 0);
+
+	ASSERT_EQ((ssize_t)strlen(s), n) TH_LOG("sendto: %s", strerror(errno));
+}
+
+/* send() without an address (to the other end of the connection). */
+static inline void bus_send_plain(struct __test_metadata *_metadata, int fd,
+				  const char *s)
+{
+	ssize_t n = send(fd, s, strlen(s), MSG_NOSIGNAL);
+
+	ASSERT_EQ((ssize_t)strlen(s), n) TH_LOG("send: %s", strerror(errno));
+}
+
+/*
+ * Receive one message on fd (waiting at most SO_RCVTIMEO) and check that
+ * it is exactly payload, sent by sender, with msg_name on this bus.
+ */
+static inline void bus_expect(struct __test_metadata *_metadata, int fd,
+			      const struct bus_name *bus, __u64 sender,
+			      const char *payload)
+{
+	char buf[512];
+	struct sockaddr_bus from;
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct msghdr msg = {
+		.msg_name = &from, .msg_namelen = sizeof(from),
+		.msg_iov = &iov, .msg_iovlen = 1,
+	};
+	ssize_t n;
+
+	memset(&from, 0xa5, sizeof(from));
+	n = recvmsg(fd, &msg, 0);
+	ASSERT_EQ((ssize_t)strlen(payload), n)
+		TH_LOG("recvmsg for \"%s\": %s", payload, strerror(errno));
+	ASSERT_EQ(0, memcmp(buf, payload, n))
+		TH_LOG("got \"%.*s\", expected \"%s\"", (int)n, buf, payload);
+	ASSERT_EQ(0, msg.msg_flags & MSG_TRUNC);
+	ASSERT_EQ(bus->len, msg.msg_namelen);
+	ASSERT_EQ(AF_BUS, from.sbus_family);
+	ASSERT_EQ(sender, from.sbus_addr.s_addr)
+		TH_LOG("\"%s\" came from %#llx, expected %#llx", payload,
+		       (unsigned long long)from.sbus_addr.s_addr,
+		       (unsigned long long)sender);
+	ASSERT_EQ(0, memcmp(from.sbus_path, bus->sa.sbus_path,
+			    bus->len - BUS_SA_NOPATH));
+}
+
+/* Nothing is queued on fd: a non-blocking receive gives EAGAIN. */
+static inline void bus_expect_none(struct __test_metadata *_metadata, int fd)
+{
+	char buf[64];
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+	ASSERT_EQ(-1, n) TH_LOG("fd %d unexpectedly got a %zd-byte message \"%.*s\"",
+				fd, n, (int)(n > 0 ? n : 0), buf);
+	ASSERT_EQ(EAGAIN, errno);
+}
+
+/* poll() one fd for events, waiting at most ms; returns revents. */
+static inline short bus_poll(struct __test_metadata *_metadata, int fd,
+			     short events, int ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+	int n = poll(&pfd, 1, ms);
+
+	ASSERT_LE(0, n) TH_LOG("poll: %s", strerror(errno));
+	return n ? pfd.revents : 0;
+}
+
+static inline long bus_elapsed_ms(const struct timespec *since)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - since->tv_sec) * 1000 +
+	       (now.tv_nsec - since->tv_nsec) / 1000000;
+}
+
+#endif /* AF_BUS_TEST_H */
