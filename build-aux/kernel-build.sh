@@ -1,0 +1,115 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build the guest kernel (bzImage) and install its UAPI headers:
+#   1. update build/kernel-src (pristine tarball + kernel-patches/series),
+#   2. configure: tinyconfig, then kernel-patches/base.config and
+#      kernel-patches/af_bus.config (optional) merged over it,
+#   3. make bzImage in build/kernel-obj (out of tree, incremental),
+#   4. make headers_install into build/kernel-headers.
+# The result is keyed by a hash of its inputs; when none changed,
+# nothing is done.
+#
+# Outputs: $KERNEL_OBJ/arch/x86/boot/bzImage, $KERNEL_HDR/include,
+#          $KERNEL_HDR/.stamp (touched when the headers change).
+set -eu
+. "$(dirname "$0")/common.sh"
+
+FRAGMENTS="$KERNEL_PATCHES/base.config"
+[ -f "$KERNEL_PATCHES/af_bus.config" ] &&
+	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/af_bus.config"
+
+BZIMAGE=$KERNEL_OBJ/arch/x86/boot/bzImage
+KEY_FILE=$KERNEL_OBJ/.afbus-build-key
+LOG=$AFBUS_BUILD/kernel-build.log
+
+# Hash of every input of the build.
+build_key() {
+	{
+		series_hash
+		for f in $FRAGMENTS; do echo "== $f"; cat "$f"; done
+		sha256sum "$0"
+		gcc --version | head -1
+	} | sha256sum | cut -d' ' -f1
+}
+
+# The kernel's own make, out of tree, without the caller's make flags.
+kmake() {
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		make -C "$KERNEL_SRC" O="$KERNEL_OBJ" ARCH=x86_64 "$@"
+}
+
+# Fail if a symbol requested by a fragment is not in the final .config.
+check_config() {
+	local config=$KERNEL_OBJ/.config bad=0 sym val
+	declare -A want
+	for f in $FRAGMENTS; do
+		while read -r sym val; do
+			want[$sym]=$val
+		done < <(sed -n -e 's/^\(CONFIG_[A-Za-z0-9_]*\)=\(.*\)/\1 \2/p' \
+				-e 's/^# \(CONFIG_[A-Za-z0-9_]*\) is not set/\1 n/p' "$f")
+	done
+	for sym in "${!want[@]}"; do
+		val=${want[$sym]}
+		if [ "$val" = n ]; then
+			grep -q "^$sym=" "$config" || continue
+		else
+			grep -qxF "$sym=$val" "$config" && continue
+		fi
+		msg "config: requested $sym=$val, but .config has:" \
+			"$(grep -E "^$sym=|^# $sym is not set" "$config" || echo '(nothing)')"
+		bad=1
+	done
+	[ $bad = 0 ] || die "kernel config lost requested symbols (see above;" \
+		"a dependency is probably missing from the fragment)"
+}
+
+configure() {
+	msg "configuring: tinyconfig + ${FRAGMENTS//$AFBUS_TOP\//}"
+	kmake tinyconfig >>"$LOG" 2>&1
+	(cd "$KERNEL_SRC" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		scripts/kconfig/merge_config.sh -n -O "$KERNEL_OBJ" \
+		"$KERNEL_OBJ/.config" $FRAGMENTS) >>"$LOG" 2>&1 ||
+		die "merge_config.sh failed; see $LOG"
+	check_config
+}
+
+main() {
+	local key start
+
+	"$(dirname "$0")/kernel-tree.sh" sync "$KERNEL_SRC"
+
+	key=$(build_key)
+	if [ -f "$BZIMAGE" ] && [ -f "$KERNEL_HDR/.stamp" ] &&
+	   [ "$(cat "$KEY_FILE" 2>/dev/null)" = "$key" ]; then
+		msg "kernel is up to date ($BZIMAGE)"
+		return 0
+	fi
+
+	# Objects built from another tarball would have newer timestamps
+	# than the new sources: start that object dir afresh.
+	if [ "$(cat "$KERNEL_OBJ/.afbus-tarball" 2>/dev/null)" != "$(tarball_id)" ]; then
+		rm -rf "$KERNEL_OBJ" "$KERNEL_HDR"
+	fi
+	mkdir -p "$KERNEL_OBJ"
+	tarball_id > "$KERNEL_OBJ/.afbus-tarball"
+	rm -f "$KEY_FILE"
+	: > "$LOG"
+
+	start=$(date +%s)
+	configure
+	msg "building bzImage with $(nproc) jobs (log: $LOG)"
+	if ! kmake -j"$(nproc)" bzImage >>"$LOG" 2>&1; then
+		grep -E 'error|Error' "$LOG" | tail -n 30 >&2 || true
+		die "kernel build failed; full log in $LOG"
+	fi
+	msg "installing UAPI headers into $KERNEL_HDR"
+	rm -rf "$KERNEL_HDR"
+	kmake headers_install INSTALL_HDR_PATH="$KERNEL_HDR" >>"$LOG" 2>&1 ||
+		die "headers_install failed; see $LOG"
+	touch "$KERNEL_HDR/.stamp"
+	echo "$key" > "$KEY_FILE"
+	msg "kernel built in $(( $(date +%s) - start ))s: $BZIMAGE"
+}
+
+main "$@"
