@@ -1,0 +1,127 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build the guest's initramfs, build/initramfs.cpio.gz:
+#   /init                         tests/guest/init
+#   /usr/libexec/afbus/run-tests  tests/guest/run-tests
+#   /usr/bin/guest-check          build/guest/guest-check
+#   /tests/kernel/NAME            the test binaries given as arguments
+#   /bin/busybox + applet links   from busybox-static
+#   the shared libraries (and dynamic loader) the binaries need
+#   /dev/console, /dev/null, /proc, /sys, /tmp, /root, /etc
+#
+# The archive is written with the kernel's usr/gen_init_cpio, so device
+# nodes and root ownership need no privileges.  It is rebuilt only when
+# the hash of its contents changes.
+#
+# Usage: mk-initramfs.sh [TEST-BINARY...]
+set -eu
+. "$(dirname "$0")/common.sh"
+
+OUT=$AFBUS_BUILD/initramfs.cpio.gz
+WORK=$AFBUS_BUILD/initramfs
+LIST=$WORK/list
+BUSYBOX=${BUSYBOX:-/bin/busybox}
+GUEST_CHECK=$AFBUS_BUILD/guest/guest-check
+GEN_INIT_CPIO=$AFBUS_BUILD/gen_init_cpio
+
+declare -A have_dir
+
+# add_dir PATH: a directory entry, after those of its parents.
+add_dir() {
+	local d=$1
+	[ "$d" = / ] || [ -n "${have_dir[$d]:-}" ] && return 0
+	add_dir "$(dirname "$d")"
+	have_dir[$d]=1
+	echo "dir $d ${2:-0755} 0 0" >>"$LIST"
+}
+
+# add_file DEST SOURCE [MODE]
+add_file() {
+	add_dir "$(dirname "$1")"
+	[ -r "$2" ] || die "missing $2"
+	echo "file $1 $2 ${3:-0755} 0 0" >>"$LIST"
+}
+
+# add_libs BINARY...: the shared objects ldd lists, at the same paths.
+add_libs() {
+	local lib
+	for lib in $(ldd "$@" 2>/dev/null | awk '$1 ~ /^\// {print $1} $3 ~ /^\// {print $3}' |
+		     sort -u); do
+		add_file "$lib" "$(readlink -f "$lib")"
+	done
+}
+
+write_list() {
+	local applet t
+
+	: >"$LIST"
+	add_dir /dev
+	echo "nod /dev/console 0600 0 0 c 5 1" >>"$LIST"
+	echo "nod /dev/null 0666 0 0 c 1 3" >>"$LIST"
+	add_dir /proc
+	add_dir /sys
+	add_dir /tmp 1777
+	add_dir /root 0700
+
+	# Minimal user database for programs that look up root.
+	mkdir -p "$WORK/etc"
+	echo "root:x:0:0:root:/root:/bin/sh" >"$WORK/etc/passwd"
+	echo "root:x:0:" >"$WORK/etc/group"
+	add_file /etc/passwd "$WORK/etc/passwd" 0644
+	add_file /etc/group "$WORK/etc/group" 0644
+
+	# busybox must be static: nothing else provides its libraries.
+	if ldd "$BUSYBOX" >/dev/null 2>&1; then
+		die "$BUSYBOX is not static; install busybox-static"
+	fi
+	add_file /bin/busybox "$BUSYBOX"
+	for applet in $("$BUSYBOX" --list-full | sort); do
+		[ "$applet" = bin/busybox ] && continue
+		add_dir "$(dirname "/$applet")"
+		echo "slink /$applet /bin/busybox 0777 0 0" >>"$LIST"
+	done
+
+	add_file /init "$AFBUS_TOP/tests/guest/init"
+	add_file /usr/libexec/afbus/run-tests "$AFBUS_TOP/tests/guest/run-tests"
+	add_file /usr/bin/guest-check "$GUEST_CHECK"
+	add_dir /tests/kernel
+	for t in "$@"; do
+		add_file "/tests/kernel/${t##*/}" "$t"
+	done
+	add_libs "$GUEST_CHECK" "$@"
+}
+
+# Hash of the list and of every file it names.
+content_hash() {
+	{
+		cat "$LIST"
+		awk '$1 == "file" {print $3}' "$LIST" | xargs -r sha256sum
+	} | sha256sum | cut -d' ' -f1
+}
+
+build_gen_init_cpio() {
+	local src=$KERNEL_SRC/usr/gen_init_cpio.c
+	[ -f "$src" ] || die "$src is missing; run build-aux/kernel-build.sh first"
+	if [ ! -x "$GEN_INIT_CPIO" ] || [ "$src" -nt "$GEN_INIT_CPIO" ]; then
+		gcc -O2 -o "$GEN_INIT_CPIO" "$src"
+	fi
+}
+
+main() {
+	local key
+	mkdir -p "$WORK"
+	write_list "$@"
+	key=$(content_hash)
+	if [ -f "$OUT" ] && [ "$(cat "$OUT.key" 2>/dev/null)" = "$key" ]; then
+		msg "initramfs is up to date ($OUT)"
+		return 0
+	fi
+	build_gen_init_cpio
+	"$GEN_INIT_CPIO" "$LIST" | gzip -9n >"$OUT.tmp"
+	mv "$OUT.tmp" "$OUT"
+	echo "$key" >"$OUT.key"
+	msg "wrote $OUT ($(du -k "$OUT" | cut -f1) KiB, $# test program(s))"
+}
+
+main "$@"
