@@ -1,0 +1,137 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot the AF_BUS test guest in QEMU, building whatever is missing or
+# stale first (kernel, tests, initramfs: `make all`, after running the
+# autotools and installing Debian packages when needed).
+#
+#   ./run-qemu.sh           interactive busybox shell in the guest
+#                           (exit the shell to power off; Ctrl-A X kills QEMU)
+#   ./run-qemu.sh --check   run every test; exit 0 only if all passed, the
+#                           guest neither panicked nor timed out, and its
+#                           kernel log is clean.  The last line printed is
+#                           "N passed, N failed[, N skipped]".
+#
+# Environment:
+#   AFBUS_CPUS=2            CPUs given to the guest (it checks it sees them)
+#   AFBUS_TIMEOUT=1200      seconds before a --check run is declared hung
+#   AFBUS_TEST_TIMEOUT=300  seconds allowed to each test program
+#   AFBUS_KVM=1             use KVM instead of TCG (not on the CI machines)
+#   AFBUS_SKIP_BUILD=1      boot what is already built
+#   AFBUS_BUILD=DIR         build directory (default: build/)
+set -eu
+. "$(dirname "$0")/build-aux/common.sh"
+
+CPUS=${AFBUS_CPUS:-2}
+TIMEOUT=${AFBUS_TIMEOUT:-1200}
+TEST_TIMEOUT=${AFBUS_TEST_TIMEOUT:-300}
+KERNEL=$KERNEL_OBJ/arch/x86/boot/bzImage
+INITRAMFS=$AFBUS_BUILD/initramfs.cpio.gz
+LOG=$AFBUS_BUILD/guest.log
+
+# Kernel messages that mean something went wrong in the guest.  Matched
+# against the guest's dmesg only (not against test output).
+BAD_KMSG='(BUG|WARNING|INFO|Oops|UBSAN):|kernel BUG at|cut here|Call Trace|KASAN|kmemleak:.*leak|unreferenced object|possible circular locking|general protection fault|Kernel panic|RIP: [0-9a-f]{4}:'
+
+usage() {
+	sed -n '4,22s/^# \{0,1\}//p' "$0"
+	exit 2
+}
+
+build() {
+	"$AFBUS_TOP/build-aux/install-deps.sh"
+	cd "$AFBUS_TOP"
+	if [ ! -f Makefile ]; then
+		msg "running autoreconf and configure"
+		autoreconf -fi
+		./configure
+	fi
+	make all
+}
+
+# run_qemu MODE [WRAPPER...]: boot the guest (through WRAPPER, such as
+# `timeout N`); the serial console is on stdio and also logged to $LOG.
+run_qemu() {
+	local mode=$1 accel=(-accel tcg)
+	shift
+	[ "${AFBUS_KVM:-0}" = 1 ] && accel=(-accel kvm -cpu host)
+	rm -f "$LOG"
+	"$@" qemu-system-x86_64 "${accel[@]}" -smp "$CPUS" -m 1G \
+		-nographic -no-reboot \
+		-chardev stdio,id=console,mux=on,signal=off,logfile="$LOG" \
+		-serial chardev:console -mon chardev=console \
+		-kernel "$KERNEL" -initrd "$INITRAMFS" \
+		-append "console=ttyS0 panic=-1 afbus.mode=$mode afbus.cpus=$CPUS afbus.test_timeout=$TEST_TIMEOUT"
+}
+
+# The kernel log the guest dumped at the end, without \r.
+guest_dmesg() {
+	tr -d '\r' <"$LOG" |
+		sed -n '/^=== afbus: dmesg begin ===$/,/^=== afbus: dmesg end ===$/p'
+}
+
+# Sum the per-unit result lines, add the host's own verdicts, print the
+# offending lines, and print the final count line.  Returns 0 if all passed.
+report() {
+	local qemu_rc=$1 passed failed skipped bad line
+	read -r passed failed skipped < <(tr -d '\r' <"$LOG" |
+		sed -n 's/^afbus-result: [^ ]* pass=\([0-9]*\) fail=\([0-9]*\) skip=\([0-9]*\)$/\1 \2 \3/p' |
+		awk '{p+=$1; f+=$2; s+=$3} END {print p+0, f+0, s+0}')
+
+	echo
+	echo "=== run-qemu.sh: verdict (guest log: $LOG)"
+	if [ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 137 ]; then
+		echo "FAIL: guest timed out after ${TIMEOUT}s (AFBUS_TIMEOUT)"
+		failed=$((failed + 1))
+	elif [ "$qemu_rc" != 0 ]; then
+		echo "FAIL: qemu exited with status $qemu_rc"
+		failed=$((failed + 1))
+	fi
+	if grep -q 'Kernel panic' "$LOG"; then
+		echo "FAIL: guest kernel panicked:"
+		tr -d '\r' <"$LOG" | grep -A3 'Kernel panic' | head -n 8 | sed 's/^/  /'
+		failed=$((failed + 1))
+	fi
+	if ! tr -d '\r' <"$LOG" | grep -qx '=== afbus: dmesg end ==='; then
+		echo "FAIL: the guest did not finish its test run"
+		failed=$((failed + 1))
+	else
+		# The clean kernel log counts as one test.
+		bad=$(guest_dmesg | grep -E "$BAD_KMSG" || true)
+		if [ -n "$bad" ]; then
+			echo "FAIL: guest kernel log has errors:"
+			echo "$bad" | head -n 40 | sed 's/^/  /'
+			failed=$((failed + 1))
+		else
+			echo "ok - guest kernel log is clean"
+			passed=$((passed + 1))
+		fi
+	fi
+
+	line="$passed passed, $failed failed"
+	[ "$skipped" -gt 0 ] && line="$line, $skipped skipped"
+	echo "$line"
+	[ "$failed" = 0 ]
+}
+
+main() {
+	local mode=shell rc=0
+	case ${1:-} in
+	"") ;;
+	--check) mode=check ;;
+	*) usage ;;
+	esac
+
+	[ "${AFBUS_SKIP_BUILD:-0}" = 1 ] || build >&2
+	[ -f "$KERNEL" ] || die "no kernel at $KERNEL"
+	[ -f "$INITRAMFS" ] || die "no initramfs at $INITRAMFS"
+
+	if [ "$mode" = shell ]; then
+		run_qemu shell
+		return
+	fi
+	run_qemu check timeout -k 10 "$TIMEOUT" </dev/null || rc=$?
+	report "$rc"
+}
+
+main "$@"
