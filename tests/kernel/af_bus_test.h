@@ -20,14 +20,18 @@
 #endif
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -348,6 +352,82 @@ static inline long bus_elapsed_ms(const struct timespec *since)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (now.tv_sec - since->tv_sec) * 1000 +
 	       (now.tv_nsec - since->tv_nsec) / 1000000;
+}
+
+/*
+ * A call run in a thread of its own, so that the test can watch it block
+ * in the kernel and then do what must wake it.  fn must be bounded by a
+ * socket timeout, so that joining the thread cannot hang.
+ */
+struct bus_call {
+	long (*fn)(void *arg);
+	void *arg;
+	long ret;
+	int err;
+	pid_t tid;
+	int ready[2];
+	pthread_t thread;
+};
+
+static inline void *bus_call_thread(void *p)
+{
+	struct bus_call *c = p;
+
+	c->tid = gettid();
+	if (write(c->ready[1], "", 1) != 1)
+		return NULL;
+	errno = 0;
+	c->ret = c->fn(c->arg);
+	c->err = errno;
+	return NULL;
+}
+
+/* Is thread tid of this process asleep (state S) in the kernel? */
+static inline bool bus_task_sleeping(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
+/* Start c->fn(c->arg) in a thread and wait until it sleeps in the kernel. */
+static inline void bus_call_start_blocked(struct __test_metadata *_metadata,
+					  struct bus_call *c)
+{
+	struct timespec start;
+	char b;
+
+	c->ret = -2;
+	ASSERT_OK(pipe(c->ready));
+	ASSERT_OK(pthread_create(&c->thread, NULL, bus_call_thread, c));
+	ASSERT_EQ(POLLIN, bus_poll(_metadata, c->ready[0], POLLIN,
+				   BUS_TIMEOUT_MS));
+	ASSERT_EQ(1, read(c->ready[0], &b, 1));
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (!bus_task_sleeping(c->tid)) {
+		ASSERT_GT(BUS_TIMEOUT_MS, bus_elapsed_ms(&start))
+			TH_LOG("the call never blocked (returned %ld)", c->ret);
+		usleep(1000);
+	}
+}
+
+/* Wait for the call to return (its own socket timeout bounds it). */
+static inline void bus_call_finish(struct __test_metadata *_metadata,
+				   struct bus_call *c)
+{
+	ASSERT_OK(pthread_join(c->thread, NULL));
+	close(c->ready[0]);
+	close(c->ready[1]);
 }
 
 #endif /* AF_BUS_TEST_H */

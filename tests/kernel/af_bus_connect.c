@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * AF_BUS connect() and accept(): reaching a bus by abstract or filesystem
+ * name, the errors of connecting to what is not a listening bus, address
+ * assignment, getsockname/getpeername on both ends, accept4 flags,
+ * protocol mismatch, and a full listen backlog.
+ */
+#include "af_bus_test.h"
+
+static int connect_name(int fd, const struct bus_name *n)
+{
+	return connect(fd, (const struct sockaddr *)&n->sa, n->len);
+}
+
+/* fd's getsockname (peer == false) or getpeername must be {AF_BUS, addr, bus}. */
+static void expect_name(struct __test_metadata *_metadata, int fd, bool peer,
+			const struct bus_name *bus, __u64 addr)
+{
+	struct sockaddr_bus sa;
+	socklen_t len = sizeof(sa);
+
+	memset(&sa, 0xa5, sizeof(sa));
+	if (peer)
+		ASSERT_OK(getpeername(fd, (struct sockaddr *)&sa, &len));
+	else
+		ASSERT_OK(getsockname(fd, (struct sockaddr *)&sa, &len));
+	ASSERT_EQ(bus->len, len);
+	ASSERT_EQ(AF_BUS, sa.sbus_family);
+	ASSERT_EQ(addr, sa.sbus_addr.s_addr);
+	ASSERT_EQ(0, memcmp(sa.sbus_path, bus->sa.sbus_path,
+			    len - BUS_SA_NOPATH));
+}
+
+/*
+ * Connect non-blocking clients to a master listening with backlog until
+ * one fails; it must fail with EAGAIN after backlog (or backlog + 1, as
+ * unix counts) successes.  Returns how many connected, their fds in fds.
+ */
+static int fill_backlog(struct __test_metadata *_metadata,
+			const struct bus_name *bus, int backlog, int *fds, int max)
+{
+	int n, fd;
+
+	for (n = 0; n < max; n++) {
+		fd = bus_socket(_metadata, 0);
+		ASSERT_OK(fcntl(fd, F_SETFL, O_NONBLOCK));
+		if (connect_name(fd, bus) < 0) {
+			ASSERT_EQ(EAGAIN, errno)
+				TH_LOG("connect %d: %s", n, strerror(errno));
+			close(fd);
+			break;
+		}
+		fds[n] = fd;
+	}
+	ASSERT_LE(backlog, n);
+	ASSERT_GE(backlog + 1, n);
+	return n;
+}
+
+TEST(connect_abstract_accept_fills_address)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_master(_metadata, &bus);
+	int c = bus_connect(_metadata, &bus);
+	struct sockaddr_bus sa;
+	socklen_t len = sizeof(sa);
+	int a;
+
+	memset(&sa, 0xa5, sizeof(sa));
+	a = accept(m, (struct sockaddr *)&sa, &len);
+	ASSERT_LE(0, a) TH_LOG("accept: %s", strerror(errno));
+	ASSERT_EQ(bus.len, len);
+	ASSERT_EQ(AF_BUS, sa.sbus_family);
+	ASSERT_EQ(1ULL, sa.sbus_addr.s_addr);
+	ASSERT_EQ(0, memcmp(sa.sbus_path, bus.sa.sbus_path, len - BUS_SA_NOPATH));
+	close(a);
+	close(c);
+	close(m);
+}
+
+TEST(addresses_assigned_in_connect_order)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_master(_metadata, &bus);
+	int c[4], i;
+
+	for (i = 0; i < 4; i++)
+		c[i] = bus_connect(_metadata, &bus);
+	for (i = 0; i < 4; i++)
+		EXPECT_EQ((__u64)i + 1, bus_local_addr(_metadata, c[i]));
+	for (i = 0; i < 4; i++)
+		close(c[i]);
+	close(m);
+}
+
+TEST(addresses_not_reused_after_close)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_master(_metadata, &bus);
+	struct bus_peer p1, p2, p3;
+	int c4;
+
+	bus_peer_open(_metadata, &p1, m, &bus, false);
+	bus_peer_open(_metadata, &p2, m, &bus, false);
+	ASSERT_EQ(1ULL, p1.addr);
+	ASSERT_EQ(2ULL, p2.addr);
+	bus_peer_close(&p1);
+	bus_peer_open(_metadata, &p3, m, &bus, false);
+	ASSERT_EQ(3ULL, p3.addr);
+	/* Client 4 closes before it is accepted: 4 is not reused either. */
+	close(p3.cfd);
+	c4 = bus_connect(_metadata, &bus);
+	ASSERT_EQ(4ULL, bus_local_addr(_metadata, c4));
+	close(c4);
+	c4 = bus_connect(_metadata, &bus);
+	ASSERT_EQ(5ULL, bus_local_addr(_metadata, c4));
+	close(c4);
+	bus_peer_close(&p2);
+	close(p3.afd);
+	close(m);
+}
+
+TEST(names_of_both_ends)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_master(_metadata, &bus);
+	struct bus_peer p0, p;
+
+	bus_peer_open(_metadata, &p0, m, &bus, false);
+	bus_peer_open(_metadata, &p, m, &bus, false);
+	ASSERT_EQ(2ULL, p.addr);
+	expect_name(_metadata, p.cfd, false, &bus, 2);
+	expect_name(_metadata, p.afd, true, &bus, 2);
+	expect_name(_metadata, p.cfd, true, &bus, 0);
+	bus_peer_close(&p);
+	bus_peer_close(&p0);
+	close(m);
+}
+
+TEST(getpeername_listening_enotconn)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_master(_metadata, &bus);
+	struct sockaddr_bus sa;
+	socklen_t len = sizeof(sa);
+
+	ASSERT_ERRNO(ENOTCONN, getpeername(m, (struct sockaddr *)&sa, &len));
+	close(m);
+}
+
+TEST(connect_fs_path)
+{
+	struct bus_name bus = bus_name_tmp();
+	int m = bus_master(_metadata, &bus);
+	struct bus_peer p;
+
+	bus_peer_open(_metadata, &p, m, &bus, false);
+	ASSERT_EQ(1ULL, p.addr);
+	expect_name(_metadata, p.cfd, false, &bus, 1);
+	expect_name(_metadata, p.cfd, true, &bus, 0);
+	expect_name(_metadata, p.afd, true, &bus, 1);
+	bus_peer_close(&p);
+	close(m);
+	unlink(bus.sa.sbus_path);
+}
+
+/* Connecting with addrlen sizeof(sockaddr_bus) finds the same fs bus. */
+TEST(connect_fs_path_full_length)
+{
+	struct bus_name bus = bus_name_tmp();
+	struct bus_name full = bus;
+	int m = bus_master(_metadata, &bus);
+	int c = bus_socket(_metadata, 0);
+
+	full.len = sizeof(full.sa);
+	ASSERT_OK(connect_name(c, &full));
+	expect_name(_metadata, c, false, &bus, 1);
+	close(c);
+	close(m);
+	unlink(bus.sa.sbus_path);
+}
+
+TEST(connect_missing_path_enoent)
+{
+	struct bus_name bus = bus_name_tmp();
+	int c = bus_socket(_metadata, 0);
+
+	ASSERT_ERRNO(ENOENT, connect_name(c, &bus));
+	close(c);
+}
+
+TEST(connect_regular_file_econnrefused)
+{
+	struct bus_name bus = bus_name_tmp();
+	int c = bus_socket(_metadata, 0);
+	int file = open(bus.sa.sbus_path, O_CREAT | O_WRONLY, 0600);
+
+	ASSERT_LE(0, file);
+	close(file);
+	ASSERT_ERRNO(ECONNREFUSED, connect_name(c, &bus));
+	close(c);
+	unlink(bus.sa.sbus_path);
+}
+
+TEST(connect_unix_socket_path_econnrefused)
+{
+	struct bus_name bus = bus_name_tmp();
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	int u = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	int c = bus_socket(_metadata, 0);
+
+	ASSERT_LE(0, u);
+	strcpy(un.sun_path, bus.sa.sbus_path);
+	ASSERT_OK(bind(u, (struct sockaddr *)&un, sizeof(un)));
+	ASSERT_OK(listen(u, 8));
+	ASSERT_ERRNO(ECONNREFUSED, connect_name(c, &bus));
+	close(c);
+	close(u);
+	unlink(bus.sa.sbus_path);
+}
+
+TEST(connect_abstract_no_bus_econnrefused)
+{
+	struct bus_name bus = bus_name_abstract();
+	int c = bus_socket(_metadata, 0);
+
+	ASSERT_ERRNO(ECONNREFUSED, connect_name(c, &bus));
+	close(c);
+}
+
+TEST(connect_bound_not_listening_econnrefused)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_socket(_metadata, 0);
+	int c = bus_socket(_metadata, 0);
+
+	ASSERT_OK(bind(m, (struct sockaddr *)&bus.sa, bus.len));
+	ASSERT_ERRNO(ECONNREFUSED, connect_name(c, &bus));
+	close(c);
+	close(m);
+}
+
+TEST(connect_fs_bound_not_listening_econnrefused)
+{
+	struct bus_name bus = bus_name_tmp();
+	int m = bus_socket(_metadata, 0);
+	int c = bus_socket(_metadata, 0);
+
+	ASSERT_OK(bind(m, (struct sockaddr *)&bus.sa, bus.len));
+	ASSERT_ERRNO(ECONNREFUSED, connect_name(c, &bus));
+	close(c);
+	close(m);
+	unlink(bus.sa.sbus_path);
+}
+
+TEST(connect_nonzero_address_einval)
+{
+	struct bus_name bus = bus_name_abstract();
+	struct bus_name addr = bus_dest(&bus, 1);
+	int m = bus_master(_metadata, &bus);
+	int c = bus_socket(_metadata, 0);
+
+	ASSERT_ERRNO(EINVAL, connect_name(c, &addr));
+	/* Nothing was queued on the master by the failed connect. */
+	ASSERT_ERRNO(EAGAIN, accept4(m, NULL, NULL, SOCK_NONBLOCK));
+	close(c);
+	close(m);
+}
+
+TEST(connect_twice_eisconn)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_master(_metadata, &bus);
+	int c = bus_connect(_metadata, &bus);
+
+	ASSERT_ERRNO(EISCONN, connect_name(c, &bus));
+	close(bus_accept(_metadata, m));
+	ASSERT_ERRNO(EAGAIN, accept4(m, NULL, NULL, SOCK_NONBLOCK));
+	close(c);
+	close(m);
+}
+
+TEST(connect_listening_einval)
+{
+	struct bus_name bus = bus_name_abstract();
+	struct bus_name other = bus_name_abstract();
+	int m = bus_master(_metadata, &bus);
+	int m2 = bus_master(_metadata, &other);
+
+	ASSERT_ERRNO(EINVAL, connect_name(m, &other));
+	ASSERT_ERRNO(EINVAL, connect_name(m, &bus));
+	close(m2);
+	close(m);
+}
+
+TEST(connect_bound_einval)
+{
+	struct bus_name bus = bus_name_abstract();
+	struct bus_name mine = bus_name_abstract();
+	int m = bus_master(_metadata, &bus);
+	int fd = bus_socket(_metadata, 0);
+
+	ASSERT_OK(bind(fd, (struct sockaddr *)&mine.sa, mine.len));
+	ASSERT_ERRNO(EINVAL, connect_name(fd, &bus));
+	close(fd);
+	close(m);
+}
+
+TEST(protocol_dbus_matches)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_master_proto(_metadata, &bus, BUS_PROTO_DBUS);
+	int c = bus_socket(_metadata, BUS_PROTO_DBUS);
+
+	ASSERT_OK(connect_name(c, &bus));
+	close(bus_accept(_metadata, m));
+	close(c);
+	close(m);
+}
+
+TEST(protocol_none_to_dbus_bus_eprototype)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_master_proto(_metadata, &bus, BUS_PROTO_DBUS);
+	int c = bus_socket(_metadata, BUS_PROTO_NONE);
+
+	ASSERT_ERRNO(EPROTOTYPE, connect_name(c, &bus));
+	ASSERT_ERRNO(EAGAIN, accept4(m, NULL, NULL, SOCK_NONBLOCK));
+	close(c);
+	close(m);
+}
+
+TEST(protocol_dbus_to_none_bus_eprototype)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_master_proto(_metadata, &bus, BUS_PROTO_NONE);
+	int c = bus_socket(_metadata, BUS_PROTO_DBUS);
+
+	ASSERT_ERRNO(EPROTOTYPE, connect_name(c, &bus));
+	ASSERT_ERRNO(EAGAIN, accept4(m, NULL, NULL, SOCK_NONBLOCK));
+	close(c);
+	close(m);
+}
+
+TEST(accept_nonblocking_nothing_pending_eagain)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_master(_metadata, &bus);
+
+	ASSERT_OK(fcntl(m, F_SETFL, O_NONBLOCK));
+	ASSERT_ERRNO(EAGAIN, accept(m, NULL, NULL));
+	close(m);
+}
+
+TEST(accept4_flags)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_master(_metadata, &bus);
+	int c = bus_connect(_metadata, &bus);
+	int a = accept4(m, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	char b;
+
+	ASSERT_LE(0, a) TH_LOG("accept4: %s", strerror(errno));
+	EXPECT_EQ(O_NONBLOCK, fcntl(a, F_GETFL) & O_NONBLOCK);
+	EXPECT_EQ(FD_CLOEXEC, fcntl(a, F_GETFD) & FD_CLOEXEC);
+	/* Non-blocking for real: no MSG_DONTWAIT needed. */
+	ASSERT_ERRNO(EAGAIN, recv(a, &b, 1, 0));
+	close(a);
+	close(c);
+	close(m);
+}
+
+TEST(accept_without_flags_is_blocking)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_master(_metadata, &bus);
+	int c = bus_connect(_metadata, &bus);
+	int a = accept4(m, NULL, NULL, 0);
+
+	ASSERT_LE(0, a) TH_LOG("accept4: %s", strerror(errno));
+	EXPECT_EQ(0, fcntl(a, F_GETFL) & O_NONBLOCK);
+	EXPECT_EQ(0, fcntl(a, F_GETFD) & FD_CLOEXEC);
+	close(a);
+	close(c);
+	close(m);
+}
+
+TEST(accept_unconnected_einval)
+{
+	int fd = bus_socket(_metadata, 0);
+
+	ASSERT_ERRNO(EINVAL, accept(fd, NULL, NULL));
+	close(fd);
+}
+
+TEST(accept_bound_not_listening_einval)
+{
+	struct bus_name bus = bus_name_abstract();
+	int fd = bus_socket(_metadata, 0);
+
+	ASSERT_OK(bind(fd, (struct sockaddr *)&bus.sa, bus.len));
+	ASSERT_ERRNO(EINVAL, accept(fd, NULL, NULL));
+	close(fd);
+}
+
+TEST(accept_connected_einval)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_master(_metadata, &bus);
+	struct bus_peer p;
+
+	bus_peer_open(_metadata, &p, m, &bus, false);
+	ASSERT_ERRNO(EINVAL, accept(p.cfd, NULL, NULL));
+	ASSERT_ERRNO(EINVAL, accept(p.afd, NULL, NULL));
+	bus_peer_close(&p);
+	close(m);
+}
+
+TEST(backlog_full_nonblocking_eagain)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_socket(_metadata, 0);
+	int fds[8], n, i, c;
+
+	ASSERT_OK(bind(m, (struct sockaddr *)&bus.sa, bus.len));
+	ASSERT_OK(listen(m, 2));
+	n = fill_backlog(_metadata, &bus, 2, fds, 8);
+	/* Accepting one makes room for exactly one more. */
+	close(bus_accept(_metadata, m));
+	c = bus_socket(_metadata, 0);
+	ASSERT_OK(fcntl(c, F_SETFL, O_NONBLOCK));
+	ASSERT_OK(connect_name(c, &bus));
+	close(c);
+	c = bus_socket(_metadata, 0);
+	ASSERT_OK(fcntl(c, F_SETFL, O_NONBLOCK));
+	ASSERT_ERRNO(EAGAIN, connect_name(c, &bus));
+	close(c);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	close(m);
+}
+
+TEST(backlog_full_blocking_sndtimeo)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_socket(_metadata, 0);
+	int fds[8], n, i, c;
+	struct timespec start;
+
+	ASSERT_OK(bind(m, (struct sockaddr *)&bus.sa, bus.len));
+	ASSERT_OK(listen(m, 1));
+	n = fill_backlog(_metadata, &bus, 1, fds, 8);
+	c = bus_socket(_metadata, 0);
+	bus_set_timeouts(_metadata, c, 300);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	ASSERT_ERRNO(EAGAIN, connect_name(c, &bus));
+	/* It waited for SO_SNDTIMEO rather than failing at once. */
+	ASSERT_LE(250, bus_elapsed_ms(&start));
+	close(c);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	close(m);
+}
+
+struct connect_arg {
+	int fd;
+	const struct bus_name *bus;
+};
+
+static long connect_call(void *p)
+{
+	struct connect_arg *a = p;
+
+	return connect_name(a->fd, a->bus);
+}
+
+TEST(backlog_full_blocking_connect_woken_by_accept)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_socket(_metadata, 0);
+	int fds[8], n, i;
+	struct connect_arg arg = { .bus = &bus };
+	struct bus_call call = { .fn = connect_call, .arg = &arg };
+
+	ASSERT_OK(bind(m, (struct sockaddr *)&bus.sa, bus.len));
+	ASSERT_OK(listen(m, 1));
+	n = fill_backlog(_metadata, &bus, 1, fds, 8);
+	arg.fd = bus_socket(_metadata, 0);
+	bus_set_timeouts(_metadata, arg.fd, 10000);
+	bus_call_start_blocked(_metadata, &call);
+	close(bus_accept(_metadata, m));
+	bus_call_finish(_metadata, &call);
+	ASSERT_EQ(0, call.ret) TH_LOG("connect: %s", strerror(call.err));
+	/* A new address, after those of the clients already queued. */
+	ASSERT_LT((__u64)n, bus_local_addr(_metadata, arg.fd));
+	close(arg.fd);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	close(m);
+}
+
+TEST_HARNESS_MAIN
