@@ -46,7 +46,10 @@ add_file() {
 # add_libs BINARY...: the shared objects ldd lists, at the same paths.
 add_libs() {
 	local lib
-	for lib in $(ldd "$@" 2>/dev/null | awk '$1 ~ /^\// {print $1} $3 ~ /^\// {print $3}' |
+	# ldd lines: "\tlibc.so.6 => /lib/.../libc.so.6 (0x...)" and
+	# "\t/lib64/ld-linux-x86-64.so.2 (0x...)"; headers "FILE:" skipped.
+	for lib in $(ldd "$@" 2>/dev/null |
+		     awk '/^\t/ { if ($1 ~ /^\//) print $1; else if ($3 ~ /^\//) print $3 }' |
 		     sort -u); do
 		add_file "$lib" "$(readlink -f "$lib")"
 	done
