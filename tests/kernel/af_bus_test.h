@@ -74,22 +74,18 @@ struct bus_peer {
 	__u64 addr;	/* prefix-0 address the kernel gave it */
 };
 
+/* errno after a call that returned ret, or 0 if it did not fail. */
+static inline int bus_errno_of(long ret)
+{
+	return ret == -1 ? errno : 0;
+}
+
 /*
- * Expect expr to fail with -1 and errno == err; log the expression and
- * both errnos when it does not.
+ * Expect expr to fail with -1 and errno == err (a 0 in the report means it
+ * succeeded).  Like ASSERT_EQ it may be followed by a TH_LOG() statement.
  */
-#define ASSERT_ERRNO(err, expr) do {					\
-	long __r;							\
-	int __e;							\
-	errno = 0;							\
-	__r = (long)(expr);						\
-	__e = errno;							\
-	ASSERT_EQ(-1, __r)						\
-		TH_LOG("%s succeeded, expected %s", #expr, strerror(err)); \
-	ASSERT_EQ(err, __e)						\
-		TH_LOG("%s: %s, expected %s", #expr, strerror(__e),	\
-		       strerror(err));					\
-} while (0)
+#define ASSERT_ERRNO(err, expr) \
+	ASSERT_EQ(err, bus_errno_of((errno = 0, (long)(expr))))
 
 /* Expect expr to return 0 (setsockopt, bind, ...), else log errno. */
 #define ASSERT_OK(expr) do {						\
@@ -409,7 +405,7 @@ static inline void bus_call_start_blocked(struct __test_metadata *_metadata,
 
 	c->ret = -2;
 	ASSERT_OK(pipe(c->ready));
-	ASSERT_OK(pthread_create(&c->thread, NULL, bus_call_thread, c));
+	ASSERT_EQ(0, pthread_create(&c->thread, NULL, bus_call_thread, c));
 	ASSERT_EQ(POLLIN, bus_poll(_metadata, c->ready[0], POLLIN,
 				   BUS_TIMEOUT_MS));
 	ASSERT_EQ(1, read(c->ready[0], &b, 1));
@@ -425,7 +421,7 @@ static inline void bus_call_start_blocked(struct __test_metadata *_metadata,
 static inline void bus_call_finish(struct __test_metadata *_metadata,
 				   struct bus_call *c)
 {
-	ASSERT_OK(pthread_join(c->thread, NULL));
+	ASSERT_EQ(0, pthread_join(c->thread, NULL));
 	close(c->ready[0]);
 	close(c->ready[1]);
 }
