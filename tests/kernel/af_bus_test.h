@@ -2,7 +2,7 @@
 /*
  * Shared helpers for the AF_BUS kernel tests (tests/kernel/af_bus_*.c).
  *
- * Build each test with
+ * Include this file first (it sets _GNU_SOURCE).  Build each test with
  *   gcc -O2 -g -Wall -Wextra -Werror -pthread \
  *       -I<exported uapi headers>/include \
  *       -I<linux>/tools/testing/selftests af_bus_X.c -o af_bus_X
@@ -59,7 +59,7 @@
 /* Default SO_RCVTIMEO/SO_SNDTIMEO of every socket the tests make. */
 #define BUS_TIMEOUT_MS	2000
 /* Default limit of a receive queue, in messages (semantics.md). */
-#define BUS_QLEN_MAX	1024
+#define BUS_QLEN_MAX	1024U
 
 /* A bus address: sockaddr with the length to pass to bind/connect/sendto. */
 struct bus_name {
