@@ -18,35 +18,12 @@ FIXTURE(join) {
 
 FIXTURE_SETUP(join)
 {
-	int i;
-
-	self->m = -1;
-	for (i = 0; i < 2; i++)
-		self->p[i].cfd = self->p[i].afd = -1;
-	self->bus = bus_name_abstract();
-	self->m = bus_master(_metadata, &self->bus);
-	for (i = 0; i < 2; i++)
-		bus_peer_open(_metadata, &self->p[i], self->m, &self->bus, false);
+	bus_open_peers(_metadata, &self->bus, &self->m, self->p, 2, 0);
 }
 
 FIXTURE_TEARDOWN(join)
 {
-	bus_peer_close(&self->p[0]);
-	bus_peer_close(&self->p[1]);
-	if (self->m >= 0)
-		close(self->m);
-}
-
-/* Nobody at all got a message: both clients and both accepted sockets. */
-static void expect_all_empty(struct __test_metadata *_metadata,
-			     FIXTURE_DATA(join) *self)
-{
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		bus_expect_none(_metadata, self->p[i].cfd);
-		bus_expect_none(_metadata, self->p[i].afd);
-	}
+	bus_close_peers(&self->m, self->p, 2);
 }
 
 /* c0 sending "x" to addr must fail with EHOSTUNREACH and reach nobody. */
@@ -56,7 +33,7 @@ static void expect_unreachable(struct __test_metadata *_metadata,
 	ASSERT_ERRNO(EHOSTUNREACH,
 		     bus_sendto(self->p[0].cfd, &self->bus, addr, "x", 1, 0))
 		TH_LOG("destination %#llx", (unsigned long long)addr);
-	expect_all_empty(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 2);
 }
 
 TEST_F(join, before_join_send_reaches_master)
@@ -64,7 +41,7 @@ TEST_F(join, before_join_send_reaches_master)
 	bus_send_plain(_metadata, self->p[0].cfd, "hello");
 	bus_expect(_metadata, self->p[0].afd, &self->bus, self->p[0].addr,
 		   "hello");
-	expect_all_empty(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 2);
 }
 
 TEST_F(join, before_join_sendto_master_address)
@@ -73,7 +50,7 @@ TEST_F(join, before_join_sendto_master_address)
 		     "hello");
 	bus_expect(_metadata, self->p[0].afd, &self->bus, self->p[0].addr,
 		   "hello");
-	expect_all_empty(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 2);
 }
 
 TEST_F(join, before_join_to_joined_client_ehostunreach)
@@ -125,7 +102,7 @@ TEST_F(join, join_enables_unicast)
 	bus_send_str(_metadata, self->p[0].cfd, &self->bus, self->p[1].addr,
 		     "hi");
 	bus_expect(_metadata, self->p[1].cfd, &self->bus, self->p[0].addr, "hi");
-	expect_all_empty(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 2);
 }
 
 /* Joining p0 lets p0 send; p1, not joined, still cannot reach p0. */
@@ -134,7 +111,7 @@ TEST_F(join, join_is_per_client)
 	bus_join(_metadata, self->p[0].afd);
 	ASSERT_ERRNO(EHOSTUNREACH, bus_sendto(self->p[1].cfd, &self->bus,
 					      self->p[0].addr, "x", 1, 0));
-	expect_all_empty(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 2);
 }
 
 TEST_F(join, join_twice_ealready)
@@ -203,7 +180,7 @@ TEST_F(join, add_addr_makes_address_reachable)
 	bus_send_str(_metadata, self->p[1].cfd, &self->bus, ADDR_P1, "wkn");
 	/* Seen as coming from p1's prefix-0 address. */
 	bus_expect(_metadata, self->p[0].cfd, &self->bus, self->p[1].addr, "wkn");
-	expect_all_empty(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 2);
 }
 
 TEST_F(join, add_addr_several_prefixes)
@@ -291,7 +268,7 @@ TEST_F(join, del_addr_routes_to_master)
 	bus_send_str(_metadata, self->p[1].cfd, &self->bus, ADDR_P1, "gone");
 	bus_expect(_metadata, self->p[1].afd, &self->bus, self->p[1].addr,
 		   "gone");
-	expect_all_empty(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 2);
 }
 
 TEST_F(join, del_addr_then_add_to_other_client)
@@ -302,7 +279,7 @@ TEST_F(join, del_addr_then_add_to_other_client)
 	bus_send_str(_metadata, self->p[0].afd, &self->bus, ADDR_P1, "moved");
 	bus_expect(_metadata, self->p[1].cfd, &self->bus, BUS_MASTER_ADDR,
 		   "moved");
-	expect_all_empty(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 2);
 }
 
 TEST_F(join, reserved_options_enoprotoopt)

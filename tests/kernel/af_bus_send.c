@@ -29,40 +29,12 @@ FIXTURE(bus) {
 
 FIXTURE_SETUP(bus)
 {
-	int i;
-
-	self->m = -1;
-	for (i = 0; i < 4; i++)
-		self->p[i].cfd = self->p[i].afd = -1;
-	self->bus = bus_name_abstract();
-	self->m = bus_master(_metadata, &self->bus);
-	for (i = 0; i < 4; i++) {
-		bus_peer_open(_metadata, &self->p[i], self->m, &self->bus,
-			      i < 3);
-		ASSERT_EQ((__u64)i + 1, self->p[i].addr);
-	}
+	bus_open_peers(_metadata, &self->bus, &self->m, self->p, 4, 3);
 }
 
 FIXTURE_TEARDOWN(bus)
 {
-	int i;
-
-	for (i = 0; i < 4; i++)
-		bus_peer_close(&self->p[i]);
-	if (self->m >= 0)
-		close(self->m);
-}
-
-/* Nothing (more) is queued on any client or accepted socket. */
-static void expect_quiet(struct __test_metadata *_metadata,
-			 FIXTURE_DATA(bus) *self)
-{
-	int i;
-
-	for (i = 0; i < 4; i++) {
-		bus_expect_none(_metadata, self->p[i].cfd);
-		bus_expect_none(_metadata, self->p[i].afd);
-	}
+	bus_close_peers(&self->m, self->p, 4);
 }
 
 /*
@@ -88,7 +60,7 @@ TEST_F(bus, unicast_client_to_client)
 		     "to p1");
 	bus_expect(_metadata, self->p[1].cfd, &self->bus, self->p[0].addr,
 		   "to p1");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, unicast_to_self)
@@ -96,7 +68,7 @@ TEST_F(bus, unicast_to_self)
 	bus_send_str(_metadata, self->p[2].cfd, &self->bus, self->p[2].addr,
 		     "me");
 	bus_expect(_metadata, self->p[2].cfd, &self->bus, self->p[2].addr, "me");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, unicast_to_added_address_sender_is_prefix0)
@@ -107,7 +79,7 @@ TEST_F(bus, unicast_to_added_address_sender_is_prefix0)
 	bus_send_str(_metadata, self->p[0].cfd, &self->bus, P1_B, "wkn");
 	bus_expect(_metadata, self->p[1].cfd, &self->bus, self->p[0].addr,
 		   "wkn");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, send_without_address_to_master)
@@ -115,7 +87,7 @@ TEST_F(bus, send_without_address_to_master)
 	bus_send_plain(_metadata, self->p[1].cfd, "hello master");
 	bus_expect(_metadata, self->p[1].afd, &self->bus, self->p[1].addr,
 		   "hello master");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, sendto_master_address)
@@ -124,7 +96,7 @@ TEST_F(bus, sendto_master_address)
 		     "to 0");
 	bus_expect(_metadata, self->p[1].afd, &self->bus, self->p[1].addr,
 		   "to 0");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 /* addrlen == offsetof(sbus_path): no path at all means "my bus". */
@@ -148,7 +120,7 @@ TEST_F(bus, sendto_without_path_means_my_bus)
 			    (struct sockaddr *)&sa, BUS_SA_NOPATH));
 	bus_expect(_metadata, self->p[2].cfd, &self->bus, BUS_MASTER_ADDR,
 		   "ghi");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 /* Unowned addresses go to the master, on the sender's own accepted socket. */
@@ -158,7 +130,7 @@ TEST_F(bus, unowned_address_routes_to_senders_master_socket)
 	bus_send_str(_metadata, self->p[1].cfd, &self->bus, P1_C, "u1");
 	bus_expect(_metadata, self->p[0].afd, &self->bus, self->p[0].addr, "u0");
 	bus_expect(_metadata, self->p[1].afd, &self->bus, self->p[1].addr, "u1");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, unjoined_owner_routes_to_master)
@@ -169,7 +141,7 @@ TEST_F(bus, unjoined_owner_routes_to_master)
 	bus_send_str(_metadata, self->p[0].cfd, &self->bus, P1_C, "b");
 	bus_expect(_metadata, self->p[0].afd, &self->bus, self->p[0].addr, "a");
 	bus_expect(_metadata, self->p[0].afd, &self->bus, self->p[0].addr, "b");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, multicast_prefix0_every_joined_client)
@@ -181,7 +153,7 @@ TEST_F(bus, multicast_prefix0_every_joined_client)
 		bus_expect(_metadata, self->p[i].cfd, &self->bus,
 			   self->p[1].addr, "all");
 	/* Not p[3] (not joined), not the master. */
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, multicast_prefix1_members_only)
@@ -191,7 +163,7 @@ TEST_F(bus, multicast_prefix1_members_only)
 	bus_send_str(_metadata, self->p[0].cfd, &self->bus, bus_mcast(1), "sig");
 	bus_expect(_metadata, self->p[1].cfd, &self->bus, self->p[0].addr, "sig");
 	bus_expect(_metadata, self->p[2].cfd, &self->bus, self->p[0].addr, "sig");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, multicast_includes_sender_member)
@@ -201,7 +173,7 @@ TEST_F(bus, multicast_includes_sender_member)
 	bus_send_str(_metadata, self->p[1].cfd, &self->bus, bus_mcast(1), "sig");
 	bus_expect(_metadata, self->p[1].cfd, &self->bus, self->p[1].addr, "sig");
 	bus_expect(_metadata, self->p[2].cfd, &self->bus, self->p[1].addr, "sig");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, multicast_one_copy_per_client)
@@ -211,7 +183,7 @@ TEST_F(bus, multicast_one_copy_per_client)
 	bus_send_str(_metadata, self->p[0].cfd, &self->bus, bus_mcast(1), "once");
 	bus_expect(_metadata, self->p[1].cfd, &self->bus, self->p[0].addr,
 		   "once");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, multicast_skips_unjoined_member)
@@ -220,7 +192,7 @@ TEST_F(bus, multicast_skips_unjoined_member)
 	add_addr(_metadata, self->p[2].afd, P1_B);
 	bus_send_str(_metadata, self->p[0].cfd, &self->bus, bus_mcast(1), "sig");
 	bus_expect(_metadata, self->p[2].cfd, &self->bus, self->p[0].addr, "sig");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, multicast_zero_recipients_succeeds)
@@ -228,7 +200,7 @@ TEST_F(bus, multicast_zero_recipients_succeeds)
 	add_addr(_metadata, self->p[1].afd, P1_A);
 	ASSERT_EQ(4, bus_sendto(self->p[0].cfd, &self->bus, bus_mcast(7),
 				"none", 4, 0));
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, master_send_without_address)
@@ -236,7 +208,7 @@ TEST_F(bus, master_send_without_address)
 	bus_send_plain(_metadata, self->p[3].afd, "welcome");
 	bus_expect(_metadata, self->p[3].cfd, &self->bus, BUS_MASTER_ADDR,
 		   "welcome");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 /* Any accepted socket may send to any client-owned address. */
@@ -246,7 +218,7 @@ TEST_F(bus, master_sendto_other_client)
 		     "from master");
 	bus_expect(_metadata, self->p[1].cfd, &self->bus, BUS_MASTER_ADDR,
 		   "from master");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, master_sendto_added_address)
@@ -254,7 +226,7 @@ TEST_F(bus, master_sendto_added_address)
 	add_addr(_metadata, self->p[2].afd, P1_B);
 	bus_send_str(_metadata, self->p[0].afd, &self->bus, P1_B, "wkn");
 	bus_expect(_metadata, self->p[2].cfd, &self->bus, BUS_MASTER_ADDR, "wkn");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, master_sendto_unjoined_client)
@@ -264,7 +236,7 @@ TEST_F(bus, master_sendto_unjoined_client)
 	bus_send_str(_metadata, self->p[1].afd, &self->bus, P1_C, "y");
 	bus_expect(_metadata, self->p[3].cfd, &self->bus, BUS_MASTER_ADDR, "x");
 	bus_expect(_metadata, self->p[3].cfd, &self->bus, BUS_MASTER_ADDR, "y");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, master_multicast_prefix0)
@@ -276,7 +248,7 @@ TEST_F(bus, master_multicast_prefix0)
 	for (i = 0; i < 3; i++)
 		bus_expect(_metadata, self->p[i].cfd, &self->bus,
 			   BUS_MASTER_ADDR, "broadcast");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, master_multicast_prefix1_members)
@@ -285,7 +257,7 @@ TEST_F(bus, master_multicast_prefix1_members)
 	add_addr(_metadata, self->p[3].afd, P1_C);
 	bus_send_str(_metadata, self->p[1].afd, &self->bus, bus_mcast(1), "sig");
 	bus_expect(_metadata, self->p[0].cfd, &self->bus, BUS_MASTER_ADDR, "sig");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, master_sendto_unowned_ehostunreach)
@@ -294,14 +266,14 @@ TEST_F(bus, master_sendto_unowned_ehostunreach)
 					      UNOWNED, "x", 1, 0));
 	ASSERT_ERRNO(EHOSTUNREACH, bus_sendto(self->p[0].afd, &self->bus,
 					      P1_C, "x", 1, 0));
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, master_sendto_master_address_ehostunreach)
 {
 	ASSERT_ERRNO(EHOSTUNREACH, bus_sendto(self->p[0].afd, &self->bus,
 					      BUS_MASTER_ADDR, "x", 1, 0));
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, sendto_other_bus_ehostunreach)
@@ -321,7 +293,7 @@ TEST_F(bus, sendto_other_bus_ehostunreach)
 					      "x", 1, 0));
 	bus_expect_none(_metadata, r.cfd);
 	bus_expect_none(_metadata, r.afd);
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 	bus_peer_close(&r);
 	close(m2);
 }
@@ -332,7 +304,7 @@ TEST_F(bus, sendto_unbound_path_ehostunreach)
 
 	ASSERT_ERRNO(EHOSTUNREACH, bus_sendto(self->p[0].cfd, &nobus,
 					      self->p[1].addr, "x", 1, 0));
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 /* The abstract name padded to full length is another name. */
@@ -343,7 +315,7 @@ TEST_F(bus, sendto_abstract_path_length_must_match)
 	padded.len = sizeof(padded.sa);
 	ASSERT_ERRNO(EHOSTUNREACH, bus_sendto(self->p[0].cfd, &padded,
 					      self->p[1].addr, "x", 1, 0));
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST(fs_bus_msg_name_and_full_length_sendto)
@@ -386,7 +358,7 @@ TEST_F(bus, msg_peek_leaves_message_queued)
 	ASSERT_EQ(self->bus.len, len);
 	ASSERT_EQ(4, recv(c, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT));
 	bus_expect(_metadata, c, &self->bus, self->p[0].addr, "peek");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, short_buffer_truncates)
@@ -405,7 +377,7 @@ TEST_F(bus, short_buffer_truncates)
 	ASSERT_EQ(MSG_TRUNC, msg.msg_flags & MSG_TRUNC);
 	/* The rest of the message is gone; the next one is whole. */
 	bus_expect(_metadata, c, &self->bus, self->p[0].addr, "next");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, recv_msg_trunc_returns_full_length)
@@ -420,7 +392,7 @@ TEST_F(bus, recv_msg_trunc_returns_full_length)
 	ASSERT_EQ(6, recv(c, buf, sizeof(buf), MSG_TRUNC));
 	ASSERT_EQ(0, memcmp(buf, "ab", 2));
 	bus_expect(_metadata, c, &self->bus, self->p[0].addr, "next");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, msg_dontwait_empty_eagain)
@@ -469,7 +441,7 @@ TEST_F(bus, blocking_recv_woken_by_send)
 		   "wake");
 	bus_expect(_metadata, self->p[2].cfd, &self->bus, self->p[0].addr,
 		   "wake");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, message_boundaries_kept)
@@ -482,7 +454,7 @@ TEST_F(bus, message_boundaries_kept)
 	bus_expect(_metadata, self->p[1].cfd, &self->bus, self->p[0].addr, "a");
 	bus_expect(_metadata, self->p[1].cfd, &self->bus, self->p[0].addr, "bc");
 	bus_expect(_metadata, self->p[1].cfd, &self->bus, self->p[0].addr, "def");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, iovec_is_one_message)
@@ -509,7 +481,7 @@ TEST_F(bus, iovec_is_one_message)
 	ASSERT_EQ('a', b1[0]);
 	ASSERT_EQ(0, memcmp(b2, "bcde", 4));
 	ASSERT_EQ(0, rmsg.msg_flags & MSG_TRUNC);
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, zero_length_message)
@@ -533,7 +505,7 @@ TEST_F(bus, zero_length_message)
 		     "after");
 	bus_expect(_metadata, self->p[1].cfd, &self->bus, self->p[0].addr,
 		   "after");
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 /* Messages from one sender reach each receiver in send order. */
@@ -560,7 +532,7 @@ TEST_F(bus, order_per_sender_receiver_pair)
 		bus_expect(_metadata, self->p[2].cfd, &self->bus,
 			   self->p[0].addr, s);
 	}
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, order_master_and_client)
@@ -584,7 +556,7 @@ TEST_F(bus, order_master_and_client)
 		bus_expect(_metadata, self->p[2].afd, &self->bus,
 			   self->p[2].addr, s);
 	}
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, message_larger_than_sndbuf_emsgsize)
@@ -611,7 +583,7 @@ TEST_F(bus, message_larger_than_sndbuf_emsgsize)
 	ASSERT_EQ(0, memcmp(buf, in, big));
 	free(buf);
 	free(in);
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 /* Fill p[to]'s receive queue from p[from] with messages 0, 1, 2, ... */
@@ -660,7 +632,7 @@ TEST_F(bus, full_queue_nonblocking_eagain)
 	ASSERT_EQ(4, bus_sendto(self->p[0].cfd, &self->bus, self->p[1].addr,
 				&x, 4, MSG_DONTWAIT));
 	drain_numbered(_metadata, self->p[1].cfd, 0xdead, 1);
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_F(bus, full_queue_blocking_sndtimeo_eagain)
@@ -675,7 +647,7 @@ TEST_F(bus, full_queue_blocking_sndtimeo_eagain)
 					self->p[1].addr, &x, 4, 0));
 	ASSERT_LE(250, bus_elapsed_ms(&start));
 	drain_numbered(_metadata, self->p[1].cfd, 0, BUS_QLEN_MAX);
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 struct send_arg {
@@ -707,7 +679,7 @@ TEST_F(bus, full_queue_blocked_sender_woken_by_recv)
 	bus_call_finish(_metadata, &call);
 	ASSERT_EQ(4, call.ret) TH_LOG("send: %s", strerror(call.err));
 	drain_numbered(_metadata, self->p[1].cfd, 1, BUS_QLEN_MAX);
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 static void on_alarm(int sig)
@@ -731,7 +703,7 @@ TEST_F(bus, full_queue_blocked_sender_eintr)
 				       self->p[1].addr, &x, 4, 0));
 	ASSERT_GT(5000, bus_elapsed_ms(&start));
 	drain_numbered(_metadata, self->p[1].cfd, 0, BUS_QLEN_MAX);
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 /* A multicast that one recipient cannot take reaches no recipient. */
@@ -745,7 +717,7 @@ TEST_F(bus, full_queue_multicast_nobody_gets_it)
 	ASSERT_ERRNO(EAGAIN, bus_sendto(self->p[0].cfd, &self->bus,
 					bus_mcast(1), &x, 4, MSG_DONTWAIT));
 	drain_numbered(_metadata, self->p[1].cfd, 0, BUS_QLEN_MAX);
-	expect_quiet(_metadata, self);
+	bus_expect_quiet(_metadata, self->p, 4);
 }
 
 TEST_HARNESS_MAIN

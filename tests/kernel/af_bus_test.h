@@ -256,6 +256,38 @@ static inline void bus_peer_close(struct bus_peer *p)
 	p->cfd = p->afd = -1;
 }
 
+/*
+ * Fixture body: a master on a fresh abstract bus and n accepted clients
+ * (addresses 1..n), the first `joined` of them joined.
+ */
+static inline void bus_open_peers(struct __test_metadata *_metadata,
+				  struct bus_name *bus, int *m,
+				  struct bus_peer *p, int n, int joined)
+{
+	int i;
+
+	*m = -1;
+	for (i = 0; i < n; i++)
+		p[i].cfd = p[i].afd = -1;
+	*bus = bus_name_abstract();
+	*m = bus_master(_metadata, bus);
+	for (i = 0; i < n; i++) {
+		bus_peer_open(_metadata, &p[i], *m, bus, i < joined);
+		ASSERT_EQ((__u64)i + 1, p[i].addr);
+	}
+}
+
+static inline void bus_close_peers(int *m, struct bus_peer *p, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		bus_peer_close(&p[i]);
+	if (*m >= 0)
+		close(*m);
+	*m = -1;
+}
+
 /* sendto(fd, {AF_BUS, addr, bus path}); MSG_NOSIGNAL is always added. */
 static inline ssize_t bus_sendto(int fd, const struct bus_name *bus, __u64 addr,
 				 const void *buf, size_t len, int flags)
@@ -328,6 +360,20 @@ static inline void bus_expect_none(struct __test_metadata *_metadata, int fd)
 	ASSERT_EQ(-1, n) TH_LOG("fd %d unexpectedly got a %zd-byte message \"%.*s\"",
 				fd, n, (int)(n > 0 ? n : 0), buf);
 	ASSERT_EQ(EAGAIN, errno);
+}
+
+/* Nothing is queued on any of the n clients or their accepted sockets. */
+static inline void bus_expect_quiet(struct __test_metadata *_metadata,
+				    const struct bus_peer *p, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (p[i].cfd >= 0)
+			bus_expect_none(_metadata, p[i].cfd);
+		if (p[i].afd >= 0)
+			bus_expect_none(_metadata, p[i].afd);
+	}
 }
 
 /* poll() one fd for events, waiting at most ms; returns revents. */
