@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * AF_BUS bad input: address lengths too short (too long ones, over
- * sizeof(struct sockaddr_bus) == sizeof(struct sockaddr_storage), never
- * reach the family: the generic socket layer rejects them), the wrong family, a
+ * AF_BUS bad input: address lengths too short, the wrong family, a
  * filesystem path without its NUL, NULL addresses, short or NULL option
  * values, MSG_OOB, and sending or receiving on unconnected or listening
- * sockets.  None of these may deliver anything to anybody.
+ * sockets.  None of these may deliver anything to anybody.  (Lengths over
+ * sizeof(struct sockaddr_bus) == sizeof(struct sockaddr_storage) never
+ * reach the family: the generic socket layer rejects them first.)
  */
 #include "af_bus_test.h"
 
