@@ -3,8 +3,6 @@
  * AF_BUS socket(): which types and protocols are accepted, what a fresh
  * socket reports through the generic socket options and getsockname().
  */
-#include <fcntl.h>
-
 #include "af_bus_test.h"
 
 /* socket() must fail with err for this type and protocol. */
