@@ -56,6 +56,13 @@
 
 /* Length of a sockaddr_bus that carries no path at all. */
 #define BUS_SA_NOPATH	offsetof(struct sockaddr_bus, sbus_path)
+/*
+ * Longest meaningful address: offsetof(sbus_path) + BUS_PATH_MAX = 124.
+ * sizeof(struct sockaddr_bus) is 128 only because of tail padding; an
+ * abstract name bound with that length is the 107 bytes after the NUL,
+ * so getsockname() reports 124.
+ */
+#define BUS_SA_MAXLEN	(BUS_SA_NOPATH + BUS_PATH_MAX)
 /* Default SO_RCVTIMEO/SO_SNDTIMEO of every socket the tests make. */
 #define BUS_TIMEOUT_MS	2000
 /* Default limit of a receive queue, in messages (semantics.md). */
