@@ -370,21 +370,6 @@ TEST(accept4_flags)
 	close(m);
 }
 
-TEST(accept_without_flags_is_blocking)
-{
-	struct bus_name bus = bus_name_abstract();
-	int m = bus_master(_metadata, &bus);
-	int c = bus_connect(_metadata, &bus);
-	int a = accept4(m, NULL, NULL, 0);
-
-	ASSERT_LE(0, a) TH_LOG("accept4: %s", strerror(errno));
-	EXPECT_EQ(0, fcntl(a, F_GETFL) & O_NONBLOCK);
-	EXPECT_EQ(0, fcntl(a, F_GETFD) & FD_CLOEXEC);
-	close(a);
-	close(c);
-	close(m);
-}
-
 TEST(accept_unconnected_einval)
 {
 	int fd = bus_socket(_metadata, 0);

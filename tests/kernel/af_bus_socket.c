@@ -44,27 +44,6 @@ TEST(seqpacket_proto_dbus)
 	close(fd);
 }
 
-TEST(pf_bus_equals_af_bus)
-{
-	int fd = socket(PF_BUS, SOCK_SEQPACKET, 0);
-
-	ASSERT_EQ(46, AF_BUS);
-	ASSERT_EQ(AF_BUS, PF_BUS);
-	ASSERT_LE(0, fd) TH_LOG("socket: %s", strerror(errno));
-	close(fd);
-}
-
-TEST(type_flags_nonblock_cloexec)
-{
-	int fd = socket(AF_BUS, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-
-	ASSERT_LE(0, fd) TH_LOG("socket: %s", strerror(errno));
-	EXPECT_EQ(O_NONBLOCK, fcntl(fd, F_GETFL) & O_NONBLOCK);
-	EXPECT_EQ(FD_CLOEXEC, fcntl(fd, F_GETFD) & FD_CLOEXEC);
-	EXPECT_EQ(SOCK_SEQPACKET, sockopt_int(_metadata, fd, SO_TYPE));
-	close(fd);
-}
-
 TEST(stream_not_supported)
 {
 	expect_socket_fails(_metadata, SOCK_STREAM, 0, ESOCKTNOSUPPORT);
