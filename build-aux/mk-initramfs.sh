@@ -6,6 +6,8 @@
 #   /usr/libexec/afbus/run-tests  tests/guest/run-tests
 #   /usr/bin/guest-check          build/guest/guest-check
 #   /tests/kernel/NAME            the test binaries given as arguments
+#   /tests/unbuilt                names of those that do not exist (failed
+#                                 to compile)
 #   /bin/busybox + applet links   from busybox-static
 #   the shared libraries (and dynamic loader) the binaries need
 #   /dev/console, /dev/null, /proc, /sys, /tmp, /root, /etc
@@ -56,7 +58,7 @@ add_libs() {
 }
 
 write_list() {
-	local applet t
+	local applet t built=()
 
 	: >"$LIST"
 	add_dir /dev
@@ -88,11 +90,20 @@ write_list() {
 	add_file /init "$AFBUS_TOP/tests/guest/init"
 	add_file /usr/libexec/afbus/run-tests "$AFBUS_TOP/tests/guest/run-tests"
 	add_file /usr/bin/guest-check "$GUEST_CHECK"
+	# Tests that failed to compile are listed in /tests/unbuilt, so
+	# the guest counts them as failed.
 	add_dir /tests/kernel
+	: >"$WORK/unbuilt"
 	for t in "$@"; do
-		add_file "/tests/kernel/${t##*/}" "$t"
+		if [ -f "$t" ]; then
+			add_file "/tests/kernel/${t##*/}" "$t"
+			built+=("$t")
+		else
+			echo "${t##*/}" >>"$WORK/unbuilt"
+		fi
 	done
-	add_libs "$GUEST_CHECK" "$@"
+	add_file /tests/unbuilt "$WORK/unbuilt" 0644
+	add_libs "$GUEST_CHECK" ${built[@]+"${built[@]}"}
 }
 
 # Hash of the list and of every file it names.
@@ -124,7 +135,8 @@ main() {
 	"$GEN_INIT_CPIO" "$LIST" | gzip -9n >"$OUT.tmp"
 	mv "$OUT.tmp" "$OUT"
 	echo "$key" >"$OUT.key"
-	msg "wrote $OUT ($(du -k "$OUT" | cut -f1) KiB, $# test program(s))"
+	msg "wrote $OUT ($(du -k "$OUT" | cut -f1) KiB, $# test program(s)," \
+		"$(wc -l <"$WORK/unbuilt") not compiled)"
 }
 
 main "$@"
