@@ -17,6 +17,7 @@
 #   AFBUS_TIMEOUT=1200      seconds before a --check run is declared hung
 #   AFBUS_TEST_TIMEOUT=300  seconds allowed to each test program
 #   AFBUS_KVM=1             use KVM instead of TCG (not on the CI machines)
+#   AFBUS_APPEND="..."      extra kernel command line parameters
 #   AFBUS_SKIP_BUILD=1      boot what is already built
 #   AFBUS_BUILD=DIR         build directory (default: build/)
 set -eu
@@ -34,7 +35,7 @@ LOG=$AFBUS_BUILD/guest.log
 BAD_KMSG='(BUG|WARNING|INFO|Oops|UBSAN):|kernel BUG at|cut here|Call Trace|KASAN|kmemleak:.*leak|unreferenced object|possible circular locking|general protection fault|Kernel panic|RIP: [0-9a-f]{4}:'
 
 usage() {
-	sed -n '4,22s/^# \{0,1\}//p' "$0"
+	sed -n '4,23s/^# \{0,1\}//p' "$0"
 	exit 2
 }
 
@@ -61,7 +62,7 @@ run_qemu() {
 		-chardev stdio,id=console,mux=on,signal=off,logfile="$LOG" \
 		-serial chardev:console -mon chardev=console \
 		-kernel "$KERNEL" -initrd "$INITRAMFS" \
-		-append "console=ttyS0 panic=-1 afbus.mode=$mode afbus.cpus=$CPUS afbus.test_timeout=$TEST_TIMEOUT"
+		-append "console=ttyS0 panic=-1 afbus.mode=$mode afbus.cpus=$CPUS afbus.test_timeout=$TEST_TIMEOUT ${AFBUS_APPEND:-}"
 }
 
 # The kernel log the guest dumped at the end, without \r.
@@ -130,7 +131,7 @@ main() {
 		run_qemu shell
 		return
 	fi
-	run_qemu check timeout -k 10 "$TIMEOUT" </dev/null || rc=$?
+	run_qemu check timeout --foreground -k 10 "$TIMEOUT" </dev/null || rc=$?
 	report "$rc"
 }
 
