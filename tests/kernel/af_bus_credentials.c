@@ -345,9 +345,9 @@ TEST(passcred_multicast_each_recipient)
 	want = (struct ucred){ ch.pid, CHILD_UID, CHILD_GID };
 	for (i = 0; i < 2; i++)
 		expect_msg_creds(_metadata, p[i].cfd, "hello", &want);
-	child_finish(_metadata, &ch);
 	bus_expect_quiet(_metadata, p, 2);
 	bus_expect_none(_metadata, a);
+	child_finish(_metadata, &ch);
 	close(a);
 	bus_close_peers(&m, p, 2);
 }
