@@ -47,7 +47,15 @@ is_false_positive() {
 }
 
 main() {
-	local tree p out level type text bad=0 accepted=0 n=0
+	local tree p out type text bad=0 accepted=0 n=0
+
+	"$(dirname "$0")/install-deps.sh"
+	# checkpatch runs scripts/spdxcheck.py with the python3 in PATH;
+	# use Debian's, which has the ply and git modules it imports.
+	export PATH=/usr/bin:$PATH
+	python3 -c 'import ply, git' ||
+		die "spdxcheck.py needs python3-ply and python3-git"
+
 	tree=$(find_tree)
 	for p in $(series_patches); do
 		n=$((n + 1))
