@@ -8,15 +8,17 @@ AFBUS_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Everything generated goes below $AFBUS_BUILD (ignored by git).
 AFBUS_BUILD=${AFBUS_BUILD:-$AFBUS_TOP/build}
 
-KERNEL_TARBALL=${KERNEL_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
+KERNEL_TARBALL=${AFBUS_KERNEL_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
 KERNEL_PKG=linux-source-6.1
 KERNEL_PATCHES=$AFBUS_TOP/kernel-patches
 KERNEL_SERIES=$KERNEL_PATCHES/series
 
 # Build-managed kernel trees (never the developer tree build/linux).
-KERNEL_SRC=${KERNEL_SRC:-$AFBUS_BUILD/kernel-src}
-KERNEL_OBJ=${KERNEL_OBJ:-$AFBUS_BUILD/kernel-obj}
-KERNEL_HDR=${KERNEL_HDR:-$AFBUS_BUILD/kernel-headers}
+# Deliberately not taken from the environment, where KERNEL_SRC often
+# names some other tree.
+KERNEL_SRC=$AFBUS_BUILD/kernel-src
+KERNEL_OBJ=$AFBUS_BUILD/kernel-obj
+KERNEL_HDR=$AFBUS_BUILD/kernel-headers
 
 # The kernel is always built for x86_64, whatever `uname -m` says.
 export ARCH=x86_64

@@ -85,6 +85,11 @@ restore_mtimes() {
 cmd_sync() {
 	local dir=${1:-$KERNEL_SRC} want have save
 
+	# Only trees made by this command are ever reset or removed.
+	if [ -e "$dir" ] && [ ! -f "$dir/.git/afbus-managed" ]; then
+		die "$dir is not a build-managed tree (no .git/afbus-managed);" \
+			"refusing to reset it"
+	fi
 	want=$(series_hash)
 	# A different tarball means a different pristine: start over.
 	if [ -d "$dir/.git" ] &&
@@ -95,6 +100,7 @@ cmd_sync() {
 	if [ ! -d "$dir/.git" ]; then
 		mkdir -p "$(dirname "$dir")"
 		create_pristine "$dir"
+		touch "$dir/.git/afbus-managed"
 	elif ! git -C "$dir" rev-parse -q --verify pristine >/dev/null; then
 		die "$dir exists but has no 'pristine' tag; remove it to rebuild"
 	fi
