@@ -49,15 +49,15 @@ create_pristine() {
 }
 
 # Apply every patch of the series to the tree in $1 with `git am`.
+# On failure, says which patch and returns 1.
 apply_series() {
 	local dir=$1 p
 	for p in $(series_patches); do
-		[ -f "$KERNEL_PATCHES/$p" ] ||
-			die "kernel-patches/series names $p, which does not exist"
 		if ! (cd "$dir" && kgit am -q --keep-cr "$KERNEL_PATCHES/$p" >&2); then
 			(cd "$dir" && git am --abort) || true
-			die "kernel-patches/$p does not apply to Linux" \
-				"$(kernel_version "$dir") ($KERNEL_PKG $(tarball_id))"
+			msg "error: kernel-patches/$p does not apply to Linux" \
+				"$(kernel_version "$dir") (from $(tarball_id))"
+			return 1
 		fi
 	done
 }
@@ -83,7 +83,7 @@ restore_mtimes() {
 }
 
 cmd_sync() {
-	local dir=${1:-$KERNEL_SRC} want have save
+	local dir=${1:-$KERNEL_SRC} want have save status
 
 	# Only trees made by this command are ever reset or removed.
 	if [ -e "$dir" ] && [ ! -f "$dir/.git/afbus-managed" ]; then
@@ -114,9 +114,13 @@ cmd_sync() {
 	rm -f "$(stamp_file "$dir")"
 	(cd "$dir" && { git am --abort >/dev/null 2>&1 || true; } &&
 		git reset -q --hard pristine && git clean -qfdx)
-	apply_series "$dir"
+	# Timestamps are restored even when a patch fails, so that the
+	# files of the patches that did apply are not rebuilt needlessly.
+	status=0
+	apply_series "$dir" || status=1
 	restore_mtimes "$dir" "$save"
 	rm -rf "$save"
+	[ $status = 0 ] || exit 1
 	echo "$want" > "$(stamp_file "$dir")"
 	msg "$dir: Linux $(kernel_version "$dir") with $(series_patches | wc -l) patch(es)"
 }
@@ -130,7 +134,7 @@ cmd_new() {
 	fi
 	mkdir -p "$(dirname "$dir")"
 	create_pristine "$dir"
-	apply_series "$dir"
+	apply_series "$dir" || exit 1
 	msg "created $dir: pristine + $(series_patches | wc -l) patch(es)"
 	msg "commit your changes there, then run 'make kernel-patches'"
 }
