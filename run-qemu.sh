@@ -71,13 +71,30 @@ guest_dmesg() {
 		sed -n '/^=== afbus: dmesg begin ===$/,/^=== afbus: dmesg end ===$/p'
 }
 
-# Sum the per-unit result lines, add the host's own verdicts, print the
+# The guest's counts as "PASSED FAILED SKIPPED": its summary line when
+# it got that far and the line is intact, else the sum of the per-unit
+# result lines seen (a kernel message can split a console line).
+guest_counts() {
+	tr -d '\r' <"$LOG" | awk '
+		/^afbus-result: [^ ]* pass=[0-9]+ fail=[0-9]+ skip=[0-9]+$/ {
+			split($0, f, /[ =]/); p += f[4]; x += f[6]; s += f[8]
+		}
+		prev == "=== afbus: summary" &&
+		/^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$/ {
+			sp = $1; sf = $3; ss = ($5 == "" ? 0 : $5); summary = 1
+		}
+		{ prev = $0 }
+		END {
+			if (summary) print sp, sf, ss
+			else print p + 0, x + 0, s + 0
+		}'
+}
+
+# Take the guest's counts, add the host's own verdicts, print the
 # offending lines, and print the final count line.  Returns 0 if all passed.
 report() {
 	local qemu_rc=$1 passed failed skipped bad line
-	read -r passed failed skipped < <(tr -d '\r' <"$LOG" |
-		sed -n 's/^afbus-result: [^ ]* pass=\([0-9]*\) fail=\([0-9]*\) skip=\([0-9]*\)$/\1 \2 \3/p' |
-		awk '{p+=$1; f+=$2; s+=$3} END {print p+0, f+0, s+0}')
+	read -r passed failed skipped < <(guest_counts)
 
 	echo
 	echo "=== run-qemu.sh: verdict (guest log: $LOG)"
