@@ -146,6 +146,22 @@ TEST_F(bus, accepted_close_client_eof_after_drain)
 	bus_expect_quiet(_metadata, self->p, 3);
 }
 
+/*
+ * The master closes an accepted socket without reading what its client
+ * sent: the client gets POLLERR and ECONNRESET once, then end of file.
+ */
+TEST_F(bus, accepted_close_unread_resets_client)
+{
+	bus_send_plain(_metadata, self->p[0].cfd, "never read");
+	close_afd(&self->p[0]);
+	ASSERT_EQ(POLLERR, bus_poll(_metadata, self->p[0].cfd, POLLIN, 0) &
+			   POLLERR);
+	ASSERT_ERRNO(ECONNRESET, recv(self->p[0].cfd, (char[4]){ 0 }, 4, 0));
+	ASSERT_EQ(0, bus_poll(_metadata, self->p[0].cfd, POLLIN, 0) & POLLERR);
+	expect_eof_close(_metadata, &self->p[0].cfd);
+	bus_expect_quiet(_metadata, self->p, 3);
+}
+
 TEST_F(bus, accepted_close_client_send_epipe)
 {
 	close_afd(&self->p[0]);
