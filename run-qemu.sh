@@ -29,6 +29,7 @@ TEST_TIMEOUT=${AFBUS_TEST_TIMEOUT:-300}
 KERNEL=$KERNEL_OBJ/arch/x86/boot/bzImage
 INITRAMFS=$AFBUS_BUILD/initramfs.cpio.gz
 LOG=$AFBUS_BUILD/guest.log
+CHECKPATCH_LOG=$AFBUS_BUILD/checkpatch.log
 
 # Kernel messages that mean something went wrong in the guest.  Matched
 # against the guest's dmesg only (not against test output).
@@ -93,11 +94,21 @@ guest_counts() {
 # Take the guest's counts, add the host's own verdicts, print the
 # offending lines, and print the final count line.  Returns 0 if all passed.
 report() {
-	local qemu_rc=$1 passed failed skipped bad line
+	local qemu_rc=$1 checkpatch_rc=$2 passed failed skipped bad line
 	read -r passed failed skipped < <(guest_counts)
 
 	echo
 	echo "=== run-qemu.sh: verdict (guest log: $LOG)"
+	# The series passing checkpatch --strict counts as one test.
+	if [ "$checkpatch_rc" = 0 ]; then
+		echo "ok - kernel patches pass checkpatch --strict"
+		passed=$((passed + 1))
+	else
+		echo "FAIL: kernel patches fail checkpatch --strict:"
+		grep -E '^(!!! |checkpatch: |[^ ]+: error: )' "$CHECKPATCH_LOG" |
+			head -n 20 | sed 's/^/  /'
+		failed=$((failed + 1))
+	fi
 	if [ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 137 ]; then
 		echo "FAIL: guest timed out after ${TIMEOUT}s (AFBUS_TIMEOUT)"
 		failed=$((failed + 1))
@@ -133,7 +144,7 @@ report() {
 }
 
 main() {
-	local mode=shell rc=0
+	local mode=shell rc=0 checkpatch_rc=0
 	case ${1:-} in
 	"") ;;
 	--check) mode=check ;;
@@ -148,8 +159,10 @@ main() {
 		run_qemu shell
 		return
 	fi
+	"$AFBUS_TOP/build-aux/checkpatch.sh" >"$CHECKPATCH_LOG" 2>&1 ||
+		checkpatch_rc=$?
 	run_qemu check timeout --foreground -k 10 "$TIMEOUT" </dev/null || rc=$?
-	report "$rc"
+	report "$rc" "$checkpatch_rc"
 }
 
 main "$@"
