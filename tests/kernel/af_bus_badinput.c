@@ -10,21 +10,7 @@
 #include "af_bus_test.h"
 
 /* A bus with two joined clients. */
-FIXTURE(bus) {
-	struct bus_name bus;
-	int m;
-	struct bus_peer p[2];
-};
-
-FIXTURE_SETUP(bus)
-{
-	bus_open_peers(_metadata, &self->bus, &self->m, self->p, 2, 2);
-}
-
-FIXTURE_TEARDOWN(bus)
-{
-	bus_close_peers(&self->m, self->p, 2);
-}
+BUS_PEERS_FIXTURE(bus, 2, 2)
 
 /* Lengths too short for bind/connect: up to and including offsetof(path). */
 static const socklen_t short_lens[] = { 0, 1, 2, 8, 15, BUS_SA_NOPATH };

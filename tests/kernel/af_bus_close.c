@@ -13,21 +13,7 @@
 #define P1_A	bus_mkaddr(1, 0x10)
 
 /* A bus with three joined clients, addresses 1, 2, 3. */
-FIXTURE(bus) {
-	struct bus_name bus;
-	int m;
-	struct bus_peer p[3];
-};
-
-FIXTURE_SETUP(bus)
-{
-	bus_open_peers(_metadata, &self->bus, &self->m, self->p, 3, 3);
-}
-
-FIXTURE_TEARDOWN(bus)
-{
-	bus_close_peers(&self->m, self->p, 3);
-}
+BUS_PEERS_FIXTURE(bus, 3, 3)
 
 /* recv on fd gives end of file (or ECONNRESET where reset_ok) at once. */
 static void expect_eof(struct __test_metadata *_metadata, int fd, bool reset_ok)

@@ -10,21 +10,7 @@
 #define ADDR_P1	bus_mkaddr(1, 0x1234)
 
 /* A bus with two connected and accepted clients, neither joined. */
-FIXTURE(join) {
-	struct bus_name bus;
-	int m;
-	struct bus_peer p[2];
-};
-
-FIXTURE_SETUP(join)
-{
-	bus_open_peers(_metadata, &self->bus, &self->m, self->p, 2, 0);
-}
-
-FIXTURE_TEARDOWN(join)
-{
-	bus_close_peers(&self->m, self->p, 2);
-}
+BUS_PEERS_FIXTURE(join, 2, 0)
 
 /* c0 sending "x" to addr must fail with EHOSTUNREACH and reach nobody. */
 static void expect_unreachable(struct __test_metadata *_metadata,

@@ -14,21 +14,7 @@
 #define CLOSED_BITS	(POLLIN | POLLRDHUP | POLLHUP)
 
 /* A bus with two joined clients. */
-FIXTURE(bus) {
-	struct bus_name bus;
-	int m;
-	struct bus_peer p[2];
-};
-
-FIXTURE_SETUP(bus)
-{
-	bus_open_peers(_metadata, &self->bus, &self->m, self->p, 2, 2);
-}
-
-FIXTURE_TEARDOWN(bus)
-{
-	bus_close_peers(&self->m, self->p, 2);
-}
+BUS_PEERS_FIXTURE(bus, 2, 2)
 
 /* fd is connected, writable, with nothing to read. */
 static void expect_idle(struct __test_metadata *_metadata, int fd)

@@ -21,21 +21,7 @@
  * A bus with four clients: p[0], p[1], p[2] joined (addresses 1, 2, 3)
  * and p[3] connected and accepted but not joined (address 4).
  */
-FIXTURE(bus) {
-	struct bus_name bus;
-	int m;
-	struct bus_peer p[4];
-};
-
-FIXTURE_SETUP(bus)
-{
-	bus_open_peers(_metadata, &self->bus, &self->m, self->p, 4, 3);
-}
-
-FIXTURE_TEARDOWN(bus)
-{
-	bus_close_peers(&self->m, self->p, 4);
-}
+BUS_PEERS_FIXTURE(bus, 4, 3)
 
 /*
  * Raise fd's send and receive buffers far above what a test queues, so

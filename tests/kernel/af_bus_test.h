@@ -295,6 +295,28 @@ static inline void bus_close_peers(int *m, struct bus_peer *p, int n)
 	*m = -1;
 }
 
+/*
+ * FIXTURE(name) whose self has a master self->m on a fresh abstract bus
+ * self->bus and n accepted clients self->p[0..n-1] (addresses 1..n), the
+ * first `joined` of them joined; all are closed at teardown.  Write it at
+ * file scope, without a semicolon:  BUS_PEERS_FIXTURE(bus, 2, 2)
+ */
+#define BUS_PEERS_FIXTURE(name, n, joined)				\
+	FIXTURE(name) {							\
+		struct bus_name bus;					\
+		int m;							\
+		struct bus_peer p[n];					\
+	};								\
+	FIXTURE_SETUP(name)						\
+	{								\
+		bus_open_peers(_metadata, &self->bus, &self->m, self->p,	\
+			       n, joined);				\
+	}								\
+	FIXTURE_TEARDOWN(name)						\
+	{								\
+		bus_close_peers(&self->m, self->p, n);			\
+	}
+
 /* sendto(fd, {AF_BUS, addr, bus path}); MSG_NOSIGNAL is always added. */
 static inline ssize_t bus_sendto(int fd, const struct bus_name *bus, __u64 addr,
 				 const void *buf, size_t len, int flags)
