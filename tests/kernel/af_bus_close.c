@@ -274,8 +274,7 @@ TEST_F(bus, connect_after_master_close_econnrefused)
 
 	close(self->m);
 	self->m = -1;
-	ASSERT_ERRNO(ECONNREFUSED, connect(c, (struct sockaddr *)&self->bus.sa,
-					   self->bus.len));
+	ASSERT_ERRNO(ECONNREFUSED, bus_connect_name(c, &self->bus));
 	close(c);
 }
 
@@ -290,12 +289,11 @@ TEST(master_close_fs_path_free_after_unlink)
 	close(m);
 	expect_eof(_metadata, c, true);
 	/* The inode is left, but no bus listens on it. */
-	ASSERT_ERRNO(ECONNREFUSED, connect(c2, (struct sockaddr *)&bus.sa,
-					   bus.len));
+	ASSERT_ERRNO(ECONNREFUSED, bus_connect_name(c2, &bus));
 	close(c2);
-	ASSERT_ERRNO(EADDRINUSE, bind(m2, (struct sockaddr *)&bus.sa, bus.len));
+	ASSERT_ERRNO(EADDRINUSE, bus_bind_name(m2, &bus));
 	ASSERT_OK(unlink(bus.sa.sbus_path));
-	ASSERT_OK(bind(m2, (struct sockaddr *)&bus.sa, bus.len));
+	ASSERT_OK(bus_bind_name(m2, &bus));
 	ASSERT_OK(listen(m2, 8));
 	close(c);
 	c = bus_connect(_metadata, &bus);

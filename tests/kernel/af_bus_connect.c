@@ -7,11 +7,6 @@
  */
 #include "af_bus_test.h"
 
-static int connect_name(int fd, const struct bus_name *n)
-{
-	return connect(fd, (const struct sockaddr *)&n->sa, n->len);
-}
-
 /* fd's getsockname (peer == false) or getpeername must be {AF_BUS, addr, bus}. */
 static void expect_name(struct __test_metadata *_metadata, int fd, bool peer,
 			const struct bus_name *bus, __u64 addr)
@@ -44,7 +39,7 @@ static int fill_backlog(struct __test_metadata *_metadata,
 	for (n = 0; n < max; n++) {
 		fd = bus_socket(_metadata, 0);
 		ASSERT_OK(fcntl(fd, F_SETFL, O_NONBLOCK));
-		if (connect_name(fd, bus) < 0) {
+		if (bus_connect_name(fd, bus) < 0) {
 			ASSERT_EQ(EAGAIN, errno)
 				TH_LOG("connect %d: %s", n, strerror(errno));
 			close(fd);
@@ -173,7 +168,7 @@ TEST(connect_fs_path_full_length)
 	int c = bus_socket(_metadata, 0);
 
 	full.len = sizeof(full.sa);
-	ASSERT_OK(connect_name(c, &full));
+	ASSERT_OK(bus_connect_name(c, &full));
 	expect_name(_metadata, c, false, &bus, 1);
 	close(c);
 	close(m);
@@ -185,7 +180,7 @@ TEST(connect_missing_path_enoent)
 	struct bus_name bus = bus_name_tmp();
 	int c = bus_socket(_metadata, 0);
 
-	ASSERT_ERRNO(ENOENT, connect_name(c, &bus));
+	ASSERT_ERRNO(ENOENT, bus_connect_name(c, &bus));
 	close(c);
 }
 
@@ -197,7 +192,7 @@ TEST(connect_regular_file_econnrefused)
 
 	ASSERT_LE(0, file);
 	close(file);
-	ASSERT_ERRNO(ECONNREFUSED, connect_name(c, &bus));
+	ASSERT_ERRNO(ECONNREFUSED, bus_connect_name(c, &bus));
 	close(c);
 	unlink(bus.sa.sbus_path);
 }
@@ -213,7 +208,7 @@ TEST(connect_unix_socket_path_econnrefused)
 	strcpy(un.sun_path, bus.sa.sbus_path);
 	ASSERT_OK(bind(u, (struct sockaddr *)&un, sizeof(un)));
 	ASSERT_OK(listen(u, 8));
-	ASSERT_ERRNO(ECONNREFUSED, connect_name(c, &bus));
+	ASSERT_ERRNO(ECONNREFUSED, bus_connect_name(c, &bus));
 	close(c);
 	close(u);
 	unlink(bus.sa.sbus_path);
@@ -224,7 +219,7 @@ TEST(connect_abstract_no_bus_econnrefused)
 	struct bus_name bus = bus_name_abstract();
 	int c = bus_socket(_metadata, 0);
 
-	ASSERT_ERRNO(ECONNREFUSED, connect_name(c, &bus));
+	ASSERT_ERRNO(ECONNREFUSED, bus_connect_name(c, &bus));
 	close(c);
 }
 
@@ -234,8 +229,8 @@ TEST(connect_bound_not_listening_econnrefused)
 	int m = bus_socket(_metadata, 0);
 	int c = bus_socket(_metadata, 0);
 
-	ASSERT_OK(bind(m, (struct sockaddr *)&bus.sa, bus.len));
-	ASSERT_ERRNO(ECONNREFUSED, connect_name(c, &bus));
+	ASSERT_OK(bus_bind_name(m, &bus));
+	ASSERT_ERRNO(ECONNREFUSED, bus_connect_name(c, &bus));
 	close(c);
 	close(m);
 }
@@ -246,8 +241,8 @@ TEST(connect_fs_bound_not_listening_econnrefused)
 	int m = bus_socket(_metadata, 0);
 	int c = bus_socket(_metadata, 0);
 
-	ASSERT_OK(bind(m, (struct sockaddr *)&bus.sa, bus.len));
-	ASSERT_ERRNO(ECONNREFUSED, connect_name(c, &bus));
+	ASSERT_OK(bus_bind_name(m, &bus));
+	ASSERT_ERRNO(ECONNREFUSED, bus_connect_name(c, &bus));
 	close(c);
 	close(m);
 	unlink(bus.sa.sbus_path);
@@ -260,9 +255,9 @@ TEST(connect_nonzero_address_einval)
 	int m = bus_master(_metadata, &bus);
 	int c = bus_socket(_metadata, 0);
 
-	ASSERT_ERRNO(EINVAL, connect_name(c, &addr));
+	ASSERT_ERRNO(EINVAL, bus_connect_name(c, &addr));
 	/* Nothing was queued on the master by the failed connect. */
-	ASSERT_ERRNO(EAGAIN, accept4(m, NULL, NULL, SOCK_NONBLOCK));
+	bus_expect_no_pending(_metadata, m);
 	close(c);
 	close(m);
 }
@@ -273,9 +268,9 @@ TEST(connect_twice_eisconn)
 	int m = bus_master(_metadata, &bus);
 	int c = bus_connect(_metadata, &bus);
 
-	ASSERT_ERRNO(EISCONN, connect_name(c, &bus));
+	ASSERT_ERRNO(EISCONN, bus_connect_name(c, &bus));
 	close(bus_accept(_metadata, m));
-	ASSERT_ERRNO(EAGAIN, accept4(m, NULL, NULL, SOCK_NONBLOCK));
+	bus_expect_no_pending(_metadata, m);
 	close(c);
 	close(m);
 }
@@ -287,8 +282,8 @@ TEST(connect_listening_einval)
 	int m = bus_master(_metadata, &bus);
 	int m2 = bus_master(_metadata, &other);
 
-	ASSERT_ERRNO(EINVAL, connect_name(m, &other));
-	ASSERT_ERRNO(EINVAL, connect_name(m, &bus));
+	ASSERT_ERRNO(EINVAL, bus_connect_name(m, &other));
+	ASSERT_ERRNO(EINVAL, bus_connect_name(m, &bus));
 	close(m2);
 	close(m);
 }
@@ -300,8 +295,8 @@ TEST(connect_bound_einval)
 	int m = bus_master(_metadata, &bus);
 	int fd = bus_socket(_metadata, 0);
 
-	ASSERT_OK(bind(fd, (struct sockaddr *)&mine.sa, mine.len));
-	ASSERT_ERRNO(EINVAL, connect_name(fd, &bus));
+	ASSERT_OK(bus_bind_name(fd, &mine));
+	ASSERT_ERRNO(EINVAL, bus_connect_name(fd, &bus));
 	close(fd);
 	close(m);
 }
@@ -312,7 +307,7 @@ TEST(protocol_dbus_matches)
 	int m = bus_master_proto(_metadata, &bus, BUS_PROTO_DBUS);
 	int c = bus_socket(_metadata, BUS_PROTO_DBUS);
 
-	ASSERT_OK(connect_name(c, &bus));
+	ASSERT_OK(bus_connect_name(c, &bus));
 	close(bus_accept(_metadata, m));
 	close(c);
 	close(m);
@@ -324,8 +319,8 @@ TEST(protocol_none_to_dbus_bus_eprototype)
 	int m = bus_master_proto(_metadata, &bus, BUS_PROTO_DBUS);
 	int c = bus_socket(_metadata, BUS_PROTO_NONE);
 
-	ASSERT_ERRNO(EPROTOTYPE, connect_name(c, &bus));
-	ASSERT_ERRNO(EAGAIN, accept4(m, NULL, NULL, SOCK_NONBLOCK));
+	ASSERT_ERRNO(EPROTOTYPE, bus_connect_name(c, &bus));
+	bus_expect_no_pending(_metadata, m);
 	close(c);
 	close(m);
 }
@@ -336,8 +331,8 @@ TEST(protocol_dbus_to_none_bus_eprototype)
 	int m = bus_master_proto(_metadata, &bus, BUS_PROTO_NONE);
 	int c = bus_socket(_metadata, BUS_PROTO_DBUS);
 
-	ASSERT_ERRNO(EPROTOTYPE, connect_name(c, &bus));
-	ASSERT_ERRNO(EAGAIN, accept4(m, NULL, NULL, SOCK_NONBLOCK));
+	ASSERT_ERRNO(EPROTOTYPE, bus_connect_name(c, &bus));
+	bus_expect_no_pending(_metadata, m);
 	close(c);
 	close(m);
 }
@@ -383,7 +378,7 @@ TEST(accept_bound_not_listening_einval)
 	struct bus_name bus = bus_name_abstract();
 	int fd = bus_socket(_metadata, 0);
 
-	ASSERT_OK(bind(fd, (struct sockaddr *)&bus.sa, bus.len));
+	ASSERT_OK(bus_bind_name(fd, &bus));
 	ASSERT_ERRNO(EINVAL, accept(fd, NULL, NULL));
 	close(fd);
 }
@@ -407,18 +402,18 @@ TEST(backlog_full_nonblocking_eagain)
 	int m = bus_socket(_metadata, 0);
 	int fds[8], n, i, c;
 
-	ASSERT_OK(bind(m, (struct sockaddr *)&bus.sa, bus.len));
+	ASSERT_OK(bus_bind_name(m, &bus));
 	ASSERT_OK(listen(m, 2));
 	n = fill_backlog(_metadata, &bus, 2, fds, 8);
 	/* Accepting one makes room for exactly one more. */
 	close(bus_accept(_metadata, m));
 	c = bus_socket(_metadata, 0);
 	ASSERT_OK(fcntl(c, F_SETFL, O_NONBLOCK));
-	ASSERT_OK(connect_name(c, &bus));
+	ASSERT_OK(bus_connect_name(c, &bus));
 	close(c);
 	c = bus_socket(_metadata, 0);
 	ASSERT_OK(fcntl(c, F_SETFL, O_NONBLOCK));
-	ASSERT_ERRNO(EAGAIN, connect_name(c, &bus));
+	ASSERT_ERRNO(EAGAIN, bus_connect_name(c, &bus));
 	close(c);
 	for (i = 0; i < n; i++)
 		close(fds[i]);
@@ -432,13 +427,13 @@ TEST(backlog_full_blocking_sndtimeo)
 	int fds[8], n, i, c;
 	struct timespec start;
 
-	ASSERT_OK(bind(m, (struct sockaddr *)&bus.sa, bus.len));
+	ASSERT_OK(bus_bind_name(m, &bus));
 	ASSERT_OK(listen(m, 1));
 	n = fill_backlog(_metadata, &bus, 1, fds, 8);
 	c = bus_socket(_metadata, 0);
 	bus_set_timeouts(_metadata, c, 300);
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	ASSERT_ERRNO(EAGAIN, connect_name(c, &bus));
+	ASSERT_ERRNO(EAGAIN, bus_connect_name(c, &bus));
 	/* It waited for SO_SNDTIMEO rather than failing at once. */
 	ASSERT_LE(250, bus_elapsed_ms(&start));
 	close(c);
@@ -456,7 +451,7 @@ static long connect_call(void *p)
 {
 	struct connect_arg *a = p;
 
-	return connect_name(a->fd, a->bus);
+	return bus_connect_name(a->fd, a->bus);
 }
 
 TEST(backlog_full_blocking_connect_woken_by_accept)
@@ -467,7 +462,7 @@ TEST(backlog_full_blocking_connect_woken_by_accept)
 	struct connect_arg arg = { .bus = &bus };
 	struct bus_call call = { .fn = connect_call, .arg = &arg };
 
-	ASSERT_OK(bind(m, (struct sockaddr *)&bus.sa, bus.len));
+	ASSERT_OK(bus_bind_name(m, &bus));
 	ASSERT_OK(listen(m, 1));
 	n = fill_backlog(_metadata, &bus, 1, fds, 8);
 	arg.fd = bus_socket(_metadata, 0);

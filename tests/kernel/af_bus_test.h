@@ -170,6 +170,17 @@ static inline void bus_set_timeouts(struct __test_metadata *_metadata,
 	ASSERT_OK(setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
 }
 
+/* bind(fd, bus) and connect(fd, bus), returning what the call does. */
+static inline int bus_bind_name(int fd, const struct bus_name *bus)
+{
+	return bind(fd, (const struct sockaddr *)&bus->sa, bus->len);
+}
+
+static inline int bus_connect_name(int fd, const struct bus_name *bus)
+{
+	return connect(fd, (const struct sockaddr *)&bus->sa, bus->len);
+}
+
 /* An AF_BUS SOCK_SEQPACKET socket of the given protocol, with timeouts. */
 static inline int bus_socket(struct __test_metadata *_metadata, int proto)
 {
@@ -186,7 +197,7 @@ static inline int bus_master_proto(struct __test_metadata *_metadata,
 {
 	int fd = bus_socket(_metadata, proto);
 
-	ASSERT_OK(bind(fd, (const struct sockaddr *)&bus->sa, bus->len));
+	ASSERT_OK(bus_bind_name(fd, bus));
 	ASSERT_OK(listen(fd, 64));
 	return fd;
 }
@@ -203,7 +214,7 @@ static inline int bus_connect(struct __test_metadata *_metadata,
 {
 	int fd = bus_socket(_metadata, BUS_PROTO_NONE);
 
-	ASSERT_OK(connect(fd, (const struct sockaddr *)&bus->sa, bus->len));
+	ASSERT_OK(bus_connect_name(fd, bus));
 	return fd;
 }
 
@@ -215,6 +226,14 @@ static inline int bus_accept(struct __test_metadata *_metadata, int master)
 	ASSERT_LE(0, fd) TH_LOG("accept: %s", strerror(errno));
 	bus_set_timeouts(_metadata, fd, BUS_TIMEOUT_MS);
 	return fd;
+}
+
+/* No client is pending on master m: a non-blocking accept gives EAGAIN. */
+static inline void bus_expect_no_pending(struct __test_metadata *_metadata,
+					 int m)
+{
+	ASSERT_ERRNO(EAGAIN, accept4(m, NULL, NULL, SOCK_NONBLOCK))
+		TH_LOG("a client is pending on master fd %d", m);
 }
 
 static inline void bus_join(struct __test_metadata *_metadata, int afd)
