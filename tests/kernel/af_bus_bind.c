@@ -6,22 +6,6 @@
  */
 #include "af_bus_test.h"
 
-/* getsockname(fd) must be {AF_BUS, 0, bus path} with length bus->len. */
-static void expect_sockname(struct __test_metadata *_metadata, int fd,
-			    const struct bus_name *bus)
-{
-	struct sockaddr_bus sa;
-	socklen_t len = sizeof(sa);
-
-	memset(&sa, 0xa5, sizeof(sa));
-	ASSERT_OK(getsockname(fd, (struct sockaddr *)&sa, &len));
-	ASSERT_EQ(bus->len, len);
-	ASSERT_EQ(AF_BUS, sa.sbus_family);
-	ASSERT_EQ(0ULL, sa.sbus_addr.s_addr);
-	ASSERT_EQ(0, memcmp(sa.sbus_path, bus->sa.sbus_path,
-			    len - BUS_SA_NOPATH));
-}
-
 static bool is_socket_inode(const char *path)
 {
 	struct stat st;
@@ -44,7 +28,7 @@ TEST(getsockname_abstract_as_bound)
 	struct bus_name bus = bus_name_abstract();
 	int fd = bus_master(_metadata, &bus);
 
-	expect_sockname(_metadata, fd, &bus);
+	bus_expect_name(_metadata, fd, false, &bus, 0);
 	close(fd);
 }
 
@@ -54,7 +38,7 @@ TEST(getsockname_before_listen)
 	int fd = bus_socket(_metadata, 0);
 
 	ASSERT_OK(bus_bind_name(fd, &bus));
-	expect_sockname(_metadata, fd, &bus);
+	bus_expect_name(_metadata, fd, false, &bus, 0);
 	close(fd);
 }
 
@@ -72,7 +56,7 @@ TEST(abstract_full_length_name)
 	ASSERT_OK(bus_bind_name(fd, &full));
 	ASSERT_OK(listen(fd, 8));
 	full.len = BUS_SA_MAXLEN;
-	expect_sockname(_metadata, fd, &full);
+	bus_expect_name(_metadata, fd, false, &full, 0);
 	close(fd);
 }
 
@@ -148,7 +132,7 @@ TEST(getsockname_fs_path)
 	struct bus_name bus = bus_name_tmp();
 	int fd = bus_master(_metadata, &bus);
 
-	expect_sockname(_metadata, fd, &bus);
+	bus_expect_name(_metadata, fd, false, &bus, 0);
 	close(fd);
 	unlink(bus.sa.sbus_path);
 }
@@ -163,7 +147,7 @@ TEST(getsockname_fs_path_bound_full_length)
 	full.len = sizeof(full.sa);
 	ASSERT_OK(bus_bind_name(fd, &full));
 	ASSERT_OK(listen(fd, 8));
-	expect_sockname(_metadata, fd, &bus);
+	bus_expect_name(_metadata, fd, false, &bus, 0);
 	close(fd);
 	unlink(bus.sa.sbus_path);
 }

@@ -7,25 +7,6 @@
  */
 #include "af_bus_test.h"
 
-/* fd's getsockname (peer == false) or getpeername must be {AF_BUS, addr, bus}. */
-static void expect_name(struct __test_metadata *_metadata, int fd, bool peer,
-			const struct bus_name *bus, __u64 addr)
-{
-	struct sockaddr_bus sa;
-	socklen_t len = sizeof(sa);
-
-	memset(&sa, 0xa5, sizeof(sa));
-	if (peer)
-		ASSERT_OK(getpeername(fd, (struct sockaddr *)&sa, &len));
-	else
-		ASSERT_OK(getsockname(fd, (struct sockaddr *)&sa, &len));
-	ASSERT_EQ(bus->len, len);
-	ASSERT_EQ(AF_BUS, sa.sbus_family);
-	ASSERT_EQ(addr, sa.sbus_addr.s_addr);
-	ASSERT_EQ(0, memcmp(sa.sbus_path, bus->sa.sbus_path,
-			    len - BUS_SA_NOPATH));
-}
-
 /*
  * Connect non-blocking clients to a master listening with backlog until
  * one fails; it must fail with EAGAIN after backlog (or backlog + 1, as
@@ -64,10 +45,7 @@ TEST(connect_abstract_accept_fills_address)
 	memset(&sa, 0xa5, sizeof(sa));
 	a = accept(m, (struct sockaddr *)&sa, &len);
 	ASSERT_LE(0, a) TH_LOG("accept: %s", strerror(errno));
-	ASSERT_EQ(bus.len, len);
-	ASSERT_EQ(AF_BUS, sa.sbus_family);
-	ASSERT_EQ(1ULL, sa.sbus_addr.s_addr);
-	ASSERT_EQ(0, memcmp(sa.sbus_path, bus.sa.sbus_path, len - BUS_SA_NOPATH));
+	bus_expect_sockaddr(_metadata, &sa, len, &bus, 1);
 	close(a);
 	close(c);
 	close(m);
@@ -124,9 +102,9 @@ TEST(names_of_both_ends)
 	bus_peer_open(_metadata, &p0, m, &bus, false);
 	bus_peer_open(_metadata, &p, m, &bus, false);
 	ASSERT_EQ(2ULL, p.addr);
-	expect_name(_metadata, p.cfd, false, &bus, 2);
-	expect_name(_metadata, p.afd, true, &bus, 2);
-	expect_name(_metadata, p.cfd, true, &bus, 0);
+	bus_expect_name(_metadata, p.cfd, false, &bus, 2);
+	bus_expect_name(_metadata, p.afd, true, &bus, 2);
+	bus_expect_name(_metadata, p.cfd, true, &bus, 0);
 	bus_peer_close(&p);
 	bus_peer_close(&p0);
 	close(m);
@@ -151,9 +129,9 @@ TEST(connect_fs_path)
 
 	bus_peer_open(_metadata, &p, m, &bus, false);
 	ASSERT_EQ(1ULL, p.addr);
-	expect_name(_metadata, p.cfd, false, &bus, 1);
-	expect_name(_metadata, p.cfd, true, &bus, 0);
-	expect_name(_metadata, p.afd, true, &bus, 1);
+	bus_expect_name(_metadata, p.cfd, false, &bus, 1);
+	bus_expect_name(_metadata, p.cfd, true, &bus, 0);
+	bus_expect_name(_metadata, p.afd, true, &bus, 1);
 	bus_peer_close(&p);
 	close(m);
 	unlink(bus.sa.sbus_path);
@@ -169,7 +147,7 @@ TEST(connect_fs_path_full_length)
 
 	full.len = sizeof(full.sa);
 	ASSERT_OK(bus_connect_name(c, &full));
-	expect_name(_metadata, c, false, &bus, 1);
+	bus_expect_name(_metadata, c, false, &bus, 1);
 	close(c);
 	close(m);
 	unlink(bus.sa.sbus_path);

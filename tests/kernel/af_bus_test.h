@@ -261,6 +261,35 @@ static inline __u64 bus_local_addr(struct __test_metadata *_metadata, int fd)
 	return sa.sbus_addr.s_addr;
 }
 
+/* sa, of length len as a call returned it, must be {AF_BUS, addr, bus}. */
+static inline void bus_expect_sockaddr(struct __test_metadata *_metadata,
+				       const struct sockaddr_bus *sa,
+				       socklen_t len,
+				       const struct bus_name *bus, __u64 addr)
+{
+	ASSERT_EQ(bus->len, len);
+	ASSERT_EQ(AF_BUS, sa->sbus_family);
+	ASSERT_EQ(addr, sa->sbus_addr.s_addr);
+	ASSERT_EQ(0, memcmp(sa->sbus_path, bus->sa.sbus_path,
+			    len - BUS_SA_NOPATH));
+}
+
+/* getsockname(fd), or getpeername(fd) if peer, must be {AF_BUS, addr, bus}. */
+static inline void bus_expect_name(struct __test_metadata *_metadata, int fd,
+				   bool peer, const struct bus_name *bus,
+				   __u64 addr)
+{
+	struct sockaddr_bus sa;
+	socklen_t len = sizeof(sa);
+
+	memset(&sa, 0xa5, sizeof(sa));
+	if (peer)
+		ASSERT_OK(getpeername(fd, (struct sockaddr *)&sa, &len));
+	else
+		ASSERT_OK(getsockname(fd, (struct sockaddr *)&sa, &len));
+	bus_expect_sockaddr(_metadata, &sa, len, bus, addr);
+}
+
 /* Connect a client to bus, accept it on master, and join it if asked. */
 static inline void bus_peer_open(struct __test_metadata *_metadata,
 				 struct bus_peer *p, int master,
