@@ -29,33 +29,49 @@ struct child {
 	int report;		/* child -> parent */
 };
 
-/* Child side: send "hello" (with our credentials attached if asked). */
-static int child_send(int fd, __u64 to, const struct bus_name *bus, bool creds)
+/*
+ * sendmsg(fd) of payload to addr on bus, with one SOL_SOCKET control
+ * message of type carrying len bytes of data (none if len is 0; at most
+ * the size of a struct ucred).
+ */
+static ssize_t send_with_cmsg(int fd, const struct bus_name *bus, __u64 addr,
+			      const char *payload, int type,
+			      const void *data, size_t len)
 {
-	struct ucred uc = { .pid = getpid(), .uid = getuid(), .gid = getgid() };
 	union {
 		char buf[CMSG_SPACE(sizeof(struct ucred))];
 		struct cmsghdr align;
 	} ctl;
-	struct bus_name d = bus_dest(bus, to);
-	struct iovec iov = { .iov_base = "hello", .iov_len = 5 };
+	struct bus_name d = bus_dest(bus, addr);
+	struct iovec iov = {
+		.iov_base = (void *)payload, .iov_len = strlen(payload),
+	};
 	struct msghdr msg = {
 		.msg_name = &d.sa, .msg_namelen = d.len,
 		.msg_iov = &iov, .msg_iovlen = 1,
 	};
 	struct cmsghdr *cm;
 
-	if (creds) {
+	if (len) {
 		memset(&ctl, 0, sizeof(ctl));
 		msg.msg_control = ctl.buf;
-		msg.msg_controllen = sizeof(ctl.buf);
+		msg.msg_controllen = CMSG_SPACE(len);
 		cm = CMSG_FIRSTHDR(&msg);
 		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_CREDENTIALS;
-		cm->cmsg_len = CMSG_LEN(sizeof(uc));
-		memcpy(CMSG_DATA(cm), &uc, sizeof(uc));
+		cm->cmsg_type = type;
+		cm->cmsg_len = CMSG_LEN(len);
+		memcpy(CMSG_DATA(cm), data, len);
 	}
-	return sendmsg(fd, &msg, MSG_NOSIGNAL) == 5 ? 0 : 20;
+	return sendmsg(fd, &msg, MSG_NOSIGNAL);
+}
+
+/* Child side: send "hello" (with our credentials attached if asked). */
+static int child_send(int fd, __u64 to, const struct bus_name *bus, bool creds)
+{
+	struct ucred uc = { .pid = getpid(), .uid = getuid(), .gid = getgid() };
+
+	return send_with_cmsg(fd, bus, to, "hello", SCM_CREDENTIALS, &uc,
+			      creds ? sizeof(uc) : 0) == 5 ? 0 : 20;
 }
 
 /*
@@ -255,7 +271,13 @@ TEST(peercred_of_client_socket_is_master)
 	close(m);
 }
 
-TEST(passcred_delivers_sender_credentials)
+/*
+ * The child sends "hello" to the master as job says.  With passcred the
+ * accepted socket has SO_PASSCRED and must get the child's credentials
+ * with it; without, it must get no control data at all.
+ */
+static void child_sends_to_master(struct __test_metadata *_metadata,
+				  enum child_job job, bool passcred)
 {
 	struct bus_name bus = bus_name_abstract();
 	int m = bus_master(_metadata, &bus);
@@ -263,51 +285,31 @@ TEST(passcred_delivers_sender_credentials)
 	struct child ch;
 	int a;
 
-	child_start(_metadata, &ch, &bus, JOB_SEND, &unused);
+	child_start(_metadata, &ch, &bus, job, &unused);
 	a = bus_accept(_metadata, m);
-	set_passcred(_metadata, a);
+	if (passcred)
+		set_passcred(_metadata, a);
 	child_run_job(_metadata, &ch);
 	want = (struct ucred){ ch.pid, CHILD_UID, CHILD_GID };
-	expect_msg_creds(_metadata, a, "hello", &want);
+	expect_msg_creds(_metadata, a, "hello", passcred ? &want : NULL);
 	child_finish(_metadata, &ch);
 	close(a);
 	close(m);
+}
+
+TEST(passcred_delivers_sender_credentials)
+{
+	child_sends_to_master(_metadata, JOB_SEND, true);
 }
 
 TEST(passcred_delivers_explicit_credentials)
 {
-	struct bus_name bus = bus_name_abstract();
-	int m = bus_master(_metadata, &bus);
-	struct ucred unused, want;
-	struct child ch;
-	int a;
-
-	child_start(_metadata, &ch, &bus, JOB_SEND_CREDS, &unused);
-	a = bus_accept(_metadata, m);
-	set_passcred(_metadata, a);
-	child_run_job(_metadata, &ch);
-	want = (struct ucred){ ch.pid, CHILD_UID, CHILD_GID };
-	expect_msg_creds(_metadata, a, "hello", &want);
-	child_finish(_metadata, &ch);
-	close(a);
-	close(m);
+	child_sends_to_master(_metadata, JOB_SEND_CREDS, true);
 }
 
 TEST(no_passcred_no_credentials)
 {
-	struct bus_name bus = bus_name_abstract();
-	int m = bus_master(_metadata, &bus);
-	struct ucred unused;
-	struct child ch;
-	int a;
-
-	child_start(_metadata, &ch, &bus, JOB_SEND_CREDS, &unused);
-	a = bus_accept(_metadata, m);
-	child_run_job(_metadata, &ch);
-	expect_msg_creds(_metadata, a, "hello", NULL);
-	child_finish(_metadata, &ch);
-	close(a);
-	close(m);
+	child_sends_to_master(_metadata, JOB_SEND_CREDS, false);
 }
 
 TEST(passcred_from_master)
@@ -360,27 +362,10 @@ TEST(passcred_multicast_each_recipient)
 static void expect_rights_refused(struct __test_metadata *_metadata, int fd,
 				  const struct bus_name *bus, __u64 addr)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct bus_name d = bus_dest(bus, addr);
-	struct iovec iov = { .iov_base = "fd", .iov_len = 2 };
-	struct msghdr msg = {
-		.msg_name = &d.sa, .msg_namelen = d.len,
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf),
-	};
-	struct cmsghdr *cm;
 	int passed = STDERR_FILENO;
 
-	memset(&ctl, 0, sizeof(ctl));
-	cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &passed, sizeof(int));
-	ASSERT_ERRNO(EINVAL, sendmsg(fd, &msg, MSG_NOSIGNAL))
+	ASSERT_ERRNO(EINVAL, send_with_cmsg(fd, bus, addr, "fd", SCM_RIGHTS,
+					    &passed, sizeof(passed)))
 		TH_LOG("to %#llx", (unsigned long long)addr);
 }
 
