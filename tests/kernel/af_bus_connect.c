@@ -7,30 +7,56 @@
  */
 #include "af_bus_test.h"
 
-/*
- * Connect non-blocking clients to a master listening with backlog until
- * one fails; it must fail with EAGAIN after backlog (or backlog + 1, as
- * unix counts) successes.  Returns how many connected, their fds in fds.
- */
-static int fill_backlog(struct __test_metadata *_metadata,
-			const struct bus_name *bus, int backlog, int *fds, int max)
+static int nonblocking_socket(struct __test_metadata *_metadata)
 {
-	int n, fd;
+	int fd = bus_socket(_metadata, 0);
 
-	for (n = 0; n < max; n++) {
-		fd = bus_socket(_metadata, 0);
-		ASSERT_OK(fcntl(fd, F_SETFL, O_NONBLOCK));
+	ASSERT_OK(fcntl(fd, F_SETFL, O_NONBLOCK));
+	return fd;
+}
+
+/* A master on a bus whose listen backlog is full of unaccepted clients. */
+struct full_backlog {
+	int m;
+	int fds[8];	/* the clients */
+	int n;		/* how many there are */
+};
+
+/*
+ * Make a master listening on bus with backlog, and connect non-blocking
+ * clients until one fails; it must fail with EAGAIN after backlog (or
+ * backlog + 1, as unix counts) successes.
+ */
+static void full_backlog_open(struct __test_metadata *_metadata,
+			      struct full_backlog *b,
+			      const struct bus_name *bus, int backlog)
+{
+	int fd;
+
+	b->m = bus_socket(_metadata, 0);
+	ASSERT_OK(bus_bind_name(b->m, bus));
+	ASSERT_OK(listen(b->m, backlog));
+	for (b->n = 0; b->n < (int)ARRAY_SIZE(b->fds); b->n++) {
+		fd = nonblocking_socket(_metadata);
 		if (bus_connect_name(fd, bus) < 0) {
 			ASSERT_EQ(EAGAIN, errno)
-				TH_LOG("connect %d: %s", n, strerror(errno));
+				TH_LOG("connect %d: %s", b->n, strerror(errno));
 			close(fd);
 			break;
 		}
-		fds[n] = fd;
+		b->fds[b->n] = fd;
 	}
-	ASSERT_LE(backlog, n);
-	ASSERT_GE(backlog + 1, n);
-	return n;
+	ASSERT_LE(backlog, b->n);
+	ASSERT_GE(backlog + 1, b->n);
+}
+
+static void full_backlog_close(struct full_backlog *b)
+{
+	int i;
+
+	for (i = 0; i < b->n; i++)
+		close(b->fds[i]);
+	close(b->m);
 }
 
 TEST(connect_abstract_accept_fills_address)
@@ -201,28 +227,31 @@ TEST(connect_abstract_no_bus_econnrefused)
 	close(c);
 }
 
-TEST(connect_bound_not_listening_econnrefused)
+/* Connecting to bus, bound by a socket that does not listen, is refused. */
+static void expect_not_listening_refused(struct __test_metadata *_metadata,
+					 const struct bus_name *bus)
 {
-	struct bus_name bus = bus_name_abstract();
 	int m = bus_socket(_metadata, 0);
 	int c = bus_socket(_metadata, 0);
 
-	ASSERT_OK(bus_bind_name(m, &bus));
-	ASSERT_ERRNO(ECONNREFUSED, bus_connect_name(c, &bus));
+	ASSERT_OK(bus_bind_name(m, bus));
+	ASSERT_ERRNO(ECONNREFUSED, bus_connect_name(c, bus));
 	close(c);
 	close(m);
+}
+
+TEST(connect_bound_not_listening_econnrefused)
+{
+	struct bus_name bus = bus_name_abstract();
+
+	expect_not_listening_refused(_metadata, &bus);
 }
 
 TEST(connect_fs_bound_not_listening_econnrefused)
 {
 	struct bus_name bus = bus_name_tmp();
-	int m = bus_socket(_metadata, 0);
-	int c = bus_socket(_metadata, 0);
 
-	ASSERT_OK(bus_bind_name(m, &bus));
-	ASSERT_ERRNO(ECONNREFUSED, bus_connect_name(c, &bus));
-	close(c);
-	close(m);
+	expect_not_listening_refused(_metadata, &bus);
 	unlink(bus.sa.sbus_path);
 }
 
@@ -231,12 +260,8 @@ TEST(connect_nonzero_address_einval)
 	struct bus_name bus = bus_name_abstract();
 	struct bus_name addr = bus_dest(&bus, 1);
 	int m = bus_master(_metadata, &bus);
-	int c = bus_socket(_metadata, 0);
 
-	ASSERT_ERRNO(EINVAL, bus_connect_name(c, &addr));
-	/* Nothing was queued on the master by the failed connect. */
-	bus_expect_no_pending(_metadata, m);
-	close(c);
+	bus_expect_connect_fails(_metadata, BUS_PROTO_NONE, &addr, EINVAL, m);
 	close(m);
 }
 
@@ -295,11 +320,9 @@ TEST(protocol_none_to_dbus_bus_eprototype)
 {
 	struct bus_name bus = bus_name_abstract();
 	int m = bus_master_proto(_metadata, &bus, BUS_PROTO_DBUS);
-	int c = bus_socket(_metadata, BUS_PROTO_NONE);
 
-	ASSERT_ERRNO(EPROTOTYPE, bus_connect_name(c, &bus));
-	bus_expect_no_pending(_metadata, m);
-	close(c);
+	bus_expect_connect_fails(_metadata, BUS_PROTO_NONE, &bus,
+				 EPROTOTYPE, m);
 	close(m);
 }
 
@@ -307,11 +330,9 @@ TEST(protocol_dbus_to_none_bus_eprototype)
 {
 	struct bus_name bus = bus_name_abstract();
 	int m = bus_master_proto(_metadata, &bus, BUS_PROTO_NONE);
-	int c = bus_socket(_metadata, BUS_PROTO_DBUS);
 
-	ASSERT_ERRNO(EPROTOTYPE, bus_connect_name(c, &bus));
-	bus_expect_no_pending(_metadata, m);
-	close(c);
+	bus_expect_connect_fails(_metadata, BUS_PROTO_DBUS, &bus,
+				 EPROTOTYPE, m);
 	close(m);
 }
 
@@ -377,37 +398,29 @@ TEST(accept_connected_einval)
 TEST(backlog_full_nonblocking_eagain)
 {
 	struct bus_name bus = bus_name_abstract();
-	int m = bus_socket(_metadata, 0);
-	int fds[8], n, i, c;
+	struct full_backlog b;
+	int c;
 
-	ASSERT_OK(bus_bind_name(m, &bus));
-	ASSERT_OK(listen(m, 2));
-	n = fill_backlog(_metadata, &bus, 2, fds, 8);
+	full_backlog_open(_metadata, &b, &bus, 2);
 	/* Accepting one makes room for exactly one more. */
-	close(bus_accept(_metadata, m));
-	c = bus_socket(_metadata, 0);
-	ASSERT_OK(fcntl(c, F_SETFL, O_NONBLOCK));
+	close(bus_accept(_metadata, b.m));
+	c = nonblocking_socket(_metadata);
 	ASSERT_OK(bus_connect_name(c, &bus));
 	close(c);
-	c = bus_socket(_metadata, 0);
-	ASSERT_OK(fcntl(c, F_SETFL, O_NONBLOCK));
+	c = nonblocking_socket(_metadata);
 	ASSERT_ERRNO(EAGAIN, bus_connect_name(c, &bus));
 	close(c);
-	for (i = 0; i < n; i++)
-		close(fds[i]);
-	close(m);
+	full_backlog_close(&b);
 }
 
 TEST(backlog_full_blocking_sndtimeo)
 {
 	struct bus_name bus = bus_name_abstract();
-	int m = bus_socket(_metadata, 0);
-	int fds[8], n, i, c;
+	struct full_backlog b;
 	struct timespec start;
+	int c;
 
-	ASSERT_OK(bus_bind_name(m, &bus));
-	ASSERT_OK(listen(m, 1));
-	n = fill_backlog(_metadata, &bus, 1, fds, 8);
+	full_backlog_open(_metadata, &b, &bus, 1);
 	c = bus_socket(_metadata, 0);
 	bus_set_timeouts(_metadata, c, 300);
 	clock_gettime(CLOCK_MONOTONIC, &start);
@@ -415,9 +428,7 @@ TEST(backlog_full_blocking_sndtimeo)
 	/* It waited for SO_SNDTIMEO rather than failing at once. */
 	ASSERT_LE(250, bus_elapsed_ms(&start));
 	close(c);
-	for (i = 0; i < n; i++)
-		close(fds[i]);
-	close(m);
+	full_backlog_close(&b);
 }
 
 struct connect_arg {
@@ -435,26 +446,21 @@ static long connect_call(void *p)
 TEST(backlog_full_blocking_connect_woken_by_accept)
 {
 	struct bus_name bus = bus_name_abstract();
-	int m = bus_socket(_metadata, 0);
-	int fds[8], n, i;
+	struct full_backlog b;
 	struct connect_arg arg = { .bus = &bus };
 	struct bus_call call = { .fn = connect_call, .arg = &arg };
 
-	ASSERT_OK(bus_bind_name(m, &bus));
-	ASSERT_OK(listen(m, 1));
-	n = fill_backlog(_metadata, &bus, 1, fds, 8);
+	full_backlog_open(_metadata, &b, &bus, 1);
 	arg.fd = bus_socket(_metadata, 0);
 	bus_set_timeouts(_metadata, arg.fd, 10000);
 	bus_call_start_blocked(_metadata, &call);
-	close(bus_accept(_metadata, m));
+	close(bus_accept(_metadata, b.m));
 	bus_call_finish(_metadata, &call);
 	ASSERT_EQ(0, call.ret) TH_LOG("connect: %s", strerror(call.err));
 	/* A new address, after those of the clients already queued. */
-	ASSERT_LT((__u64)n, bus_local_addr(_metadata, arg.fd));
+	ASSERT_LT((__u64)b.n, bus_local_addr(_metadata, arg.fd));
 	close(arg.fd);
-	for (i = 0; i < n; i++)
-		close(fds[i]);
-	close(m);
+	full_backlog_close(&b);
 }
 
 TEST_HARNESS_MAIN

@@ -236,6 +236,22 @@ static inline void bus_expect_no_pending(struct __test_metadata *_metadata,
 		TH_LOG("a client is pending on master fd %d", m);
 }
 
+/*
+ * A fresh socket of protocol proto connecting to `to` fails with err, and
+ * the failed connect leaves no client pending on master m.
+ */
+static inline void bus_expect_connect_fails(struct __test_metadata *_metadata,
+					    int proto,
+					    const struct bus_name *to,
+					    int err, int m)
+{
+	int fd = bus_socket(_metadata, proto);
+
+	ASSERT_ERRNO(err, bus_connect_name(fd, to));
+	bus_expect_no_pending(_metadata, m);
+	close(fd);
+}
+
 static inline void bus_join(struct __test_metadata *_metadata, int afd)
 {
 	ASSERT_OK(setsockopt(afd, SOL_BUS, BUS_JOIN_BUS, NULL, 0));
