@@ -13,6 +13,37 @@ static bool is_socket_inode(const char *path)
 	return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
+/*
+ * A master bound to bus with addrlen sizeof(struct sockaddr_bus): its
+ * getsockname() must be the name of bus with length want_len.
+ */
+static void expect_full_length_bound(struct __test_metadata *_metadata,
+				     const struct bus_name *bus,
+				     socklen_t want_len)
+{
+	struct bus_name full = bus_name_full_length(bus);
+	struct bus_name want = *bus;
+	int fd = bus_socket(_metadata, 0);
+
+	want.len = want_len;
+	ASSERT_OK(bus_bind_name(fd, &full));
+	ASSERT_OK(listen(fd, 8));
+	bus_expect_name(_metadata, fd, false, &want, 0);
+	close(fd);
+}
+
+/* With a master on bus, binding another socket to bus gives EADDRINUSE. */
+static void expect_in_use(struct __test_metadata *_metadata,
+			  const struct bus_name *bus)
+{
+	int m = bus_master(_metadata, bus);
+	int fd = bus_socket(_metadata, 0);
+
+	ASSERT_ERRNO(EADDRINUSE, bus_bind_name(fd, bus));
+	close(fd);
+	close(m);
+}
+
 TEST(bind_abstract_and_listen)
 {
 	struct bus_name bus = bus_name_abstract();
@@ -49,25 +80,17 @@ TEST(getsockname_before_listen)
 TEST(abstract_full_length_name)
 {
 	struct bus_name bus = bus_name_abstract();
-	struct bus_name full = bus;
-	int fd = bus_socket(_metadata, 0);
 
-	full.len = sizeof(full.sa);
-	ASSERT_OK(bus_bind_name(fd, &full));
-	ASSERT_OK(listen(fd, 8));
-	full.len = BUS_SA_MAXLEN;
-	bus_expect_name(_metadata, fd, false, &full, 0);
-	close(fd);
+	expect_full_length_bound(_metadata, &bus, BUS_SA_MAXLEN);
 }
 
 /* "\0name" of the exact length and "\0name\0\0..." of full length differ. */
 TEST(abstract_name_length_is_significant)
 {
 	struct bus_name shrt = bus_name_abstract();
-	struct bus_name full = shrt;
+	struct bus_name full = bus_name_full_length(&shrt);
 	int m1, m2, c;
 
-	full.len = sizeof(full.sa);
 	m1 = bus_master(_metadata, &shrt);
 	m2 = bus_master(_metadata, &full);
 
@@ -82,12 +105,8 @@ TEST(abstract_name_length_is_significant)
 TEST(abstract_in_use_eaddrinuse)
 {
 	struct bus_name bus = bus_name_abstract();
-	int m = bus_master(_metadata, &bus);
-	int fd = bus_socket(_metadata, 0);
 
-	ASSERT_ERRNO(EADDRINUSE, bus_bind_name(fd, &bus));
-	close(fd);
-	close(m);
+	expect_in_use(_metadata, &bus);
 }
 
 TEST(abstract_bound_not_listening_in_use)
@@ -141,14 +160,8 @@ TEST(getsockname_fs_path)
 TEST(getsockname_fs_path_bound_full_length)
 {
 	struct bus_name bus = bus_name_tmp();
-	struct bus_name full = bus;
-	int fd = bus_socket(_metadata, 0);
 
-	full.len = sizeof(full.sa);
-	ASSERT_OK(bus_bind_name(fd, &full));
-	ASSERT_OK(listen(fd, 8));
-	bus_expect_name(_metadata, fd, false, &bus, 0);
-	close(fd);
+	expect_full_length_bound(_metadata, &bus, bus.len);
 	unlink(bus.sa.sbus_path);
 }
 
@@ -156,10 +169,8 @@ TEST(fs_path_existing_file_eaddrinuse)
 {
 	struct bus_name bus = bus_name_tmp();
 	int fd = bus_socket(_metadata, 0);
-	int file = open(bus.sa.sbus_path, O_CREAT | O_WRONLY, 0600);
 
-	ASSERT_LE(0, file);
-	close(file);
+	bus_make_file(_metadata, bus.sa.sbus_path);
 	ASSERT_ERRNO(EADDRINUSE, bus_bind_name(fd, &bus));
 	close(fd);
 	unlink(bus.sa.sbus_path);
@@ -168,12 +179,8 @@ TEST(fs_path_existing_file_eaddrinuse)
 TEST(fs_path_bound_by_other_bus_eaddrinuse)
 {
 	struct bus_name bus = bus_name_tmp();
-	int m = bus_master(_metadata, &bus);
-	int fd = bus_socket(_metadata, 0);
 
-	ASSERT_ERRNO(EADDRINUSE, bus_bind_name(fd, &bus));
-	close(fd);
-	close(m);
+	expect_in_use(_metadata, &bus);
 	unlink(bus.sa.sbus_path);
 }
 

@@ -167,11 +167,10 @@ TEST(connect_fs_path)
 TEST(connect_fs_path_full_length)
 {
 	struct bus_name bus = bus_name_tmp();
-	struct bus_name full = bus;
+	struct bus_name full = bus_name_full_length(&bus);
 	int m = bus_master(_metadata, &bus);
 	int c = bus_socket(_metadata, 0);
 
-	full.len = sizeof(full.sa);
 	ASSERT_OK(bus_connect_name(c, &full));
 	bus_expect_name(_metadata, c, false, &bus, 1);
 	close(c);
@@ -192,10 +191,8 @@ TEST(connect_regular_file_econnrefused)
 {
 	struct bus_name bus = bus_name_tmp();
 	int c = bus_socket(_metadata, 0);
-	int file = open(bus.sa.sbus_path, O_CREAT | O_WRONLY, 0600);
 
-	ASSERT_LE(0, file);
-	close(file);
+	bus_make_file(_metadata, bus.sa.sbus_path);
 	ASSERT_ERRNO(ECONNREFUSED, bus_connect_name(c, &bus));
 	close(c);
 	unlink(bus.sa.sbus_path);

@@ -296,9 +296,8 @@ TEST_F(bus, sendto_unbound_path_ehostunreach)
 /* The abstract name padded to full length is another name. */
 TEST_F(bus, sendto_abstract_path_length_must_match)
 {
-	struct bus_name padded = self->bus;
+	struct bus_name padded = bus_name_full_length(&self->bus);
 
-	padded.len = sizeof(padded.sa);
 	ASSERT_ERRNO(EHOSTUNREACH, bus_sendto(self->p[0].cfd, &padded,
 					      self->p[1].addr, "x", 1, 0));
 	bus_expect_quiet(_metadata, self->p, 4);
@@ -307,7 +306,7 @@ TEST_F(bus, sendto_abstract_path_length_must_match)
 TEST(fs_bus_msg_name_and_full_length_sendto)
 {
 	struct bus_name bus = bus_name_tmp();
-	struct bus_name full = bus;
+	struct bus_name full = bus_name_full_length(&bus);
 	int m = bus_master(_metadata, &bus);
 	struct bus_peer p0, p1;
 
@@ -317,7 +316,6 @@ TEST(fs_bus_msg_name_and_full_length_sendto)
 	/* msg_namelen is offsetof(sbus_path) + strlen(path) + 1. */
 	bus_expect(_metadata, p1.cfd, &bus, p0.addr, "fs");
 	/* Bytes after the NUL of a filesystem path do not matter. */
-	full.len = sizeof(full.sa);
 	bus_send_str(_metadata, p0.cfd, &full, p1.addr, "full");
 	bus_expect(_metadata, p1.cfd, &bus, p0.addr, "full");
 	bus_expect_none(_metadata, p1.cfd);

@@ -151,6 +151,28 @@ static inline struct bus_name bus_name_tmp(void)
 	return bus_name_path(path);
 }
 
+/*
+ * The bus name with addrlen sizeof(struct sockaddr_bus): for an abstract
+ * name another name (padded with NULs), for a filesystem name the same.
+ */
+static inline struct bus_name bus_name_full_length(const struct bus_name *bus)
+{
+	struct bus_name n = *bus;
+
+	n.len = sizeof(n.sa);
+	return n;
+}
+
+/* Create an empty regular file at path (that of a filesystem name). */
+static inline void bus_make_file(struct __test_metadata *_metadata,
+				 const char *path)
+{
+	int fd = open(path, O_CREAT | O_WRONLY, 0600);
+
+	ASSERT_LE(0, fd) TH_LOG("open %s: %s", path, strerror(errno));
+	close(fd);
+}
+
 /* The bus name with a destination (or bound) address filled in. */
 static inline struct bus_name bus_dest(const struct bus_name *bus, __u64 addr)
 {
