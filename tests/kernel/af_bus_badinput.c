@@ -260,7 +260,12 @@ TEST_F(bus, recv_listening_enotconn)
 	ASSERT_ERRNO(ENOTCONN, recv(self->m, b, sizeof(b), 0));
 }
 
-TEST_F(bus, add_addr_bad_optlen_einval)
+/*
+ * setsockopt(fd, SOL_BUS, opt) with address addr and each optlen but
+ * sizeof(struct bus_addr) must fail with EINVAL.
+ */
+static void expect_bad_optlens(struct __test_metadata *_metadata, int fd,
+			       int opt, __u64 addr)
 {
 	struct {
 		struct bus_addr a;
@@ -270,14 +275,19 @@ TEST_F(bus, add_addr_bad_optlen_einval)
 	unsigned int i;
 
 	memset(&v, 0, sizeof(v));
-	v.a.s_addr = bus_mkaddr(1, 5);
+	v.a.s_addr = addr;
 	for (i = 0; i < ARRAY_SIZE(lens); i++) {
 		socklen_t len = lens[i];
 
-		ASSERT_ERRNO(EINVAL, setsockopt(self->p[0].afd, SOL_BUS,
-						BUS_ADD_ADDR, &v, len))
+		ASSERT_ERRNO(EINVAL, setsockopt(fd, SOL_BUS, opt, &v, len))
 			TH_LOG("optlen %u", len);
 	}
+}
+
+TEST_F(bus, add_addr_bad_optlen_einval)
+{
+	expect_bad_optlens(_metadata, self->p[0].afd, BUS_ADD_ADDR,
+			   bus_mkaddr(1, 5));
 	/* None of them added the address. */
 	ASSERT_OK(bus_addr_opt(self->p[1].afd, BUS_ADD_ADDR, bus_mkaddr(1, 5)));
 }
@@ -290,23 +300,9 @@ TEST_F(bus, add_addr_null_optval_efault)
 
 TEST_F(bus, del_addr_bad_optlen_einval)
 {
-	struct {
-		struct bus_addr a;
-		char more[8];
-	} v;
-	const socklen_t lens[] = { 0, 1, 4, 7, 9, 16 };
-	unsigned int i;
-
 	ASSERT_OK(bus_addr_opt(self->p[0].afd, BUS_ADD_ADDR, bus_mkaddr(1, 5)));
-	memset(&v, 0, sizeof(v));
-	v.a.s_addr = bus_mkaddr(1, 5);
-	for (i = 0; i < ARRAY_SIZE(lens); i++) {
-		socklen_t len = lens[i];
-
-		ASSERT_ERRNO(EINVAL, setsockopt(self->p[0].afd, SOL_BUS,
-						BUS_DEL_ADDR, &v, len))
-			TH_LOG("optlen %u", len);
-	}
+	expect_bad_optlens(_metadata, self->p[0].afd, BUS_DEL_ADDR,
+			   bus_mkaddr(1, 5));
 	/* None of them deleted it. */
 	ASSERT_OK(bus_addr_opt(self->p[0].afd, BUS_DEL_ADDR, bus_mkaddr(1, 5)));
 }

@@ -268,35 +268,37 @@ TEST_F(join, del_addr_then_add_to_other_client)
 	bus_expect_quiet(_metadata, self->p, 2);
 }
 
+/* setsockopt(fd, SOL_BUS) of each of the n opts with val gives ENOPROTOOPT. */
+static void expect_no_such_options(struct __test_metadata *_metadata, int fd,
+				   const int *opts, size_t n,
+				   const void *val, socklen_t len)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		ASSERT_ERRNO(ENOPROTOOPT,
+			     setsockopt(fd, SOL_BUS, opts[i], val, len))
+			TH_LOG("option %d", opts[i]);
+	}
+}
+
 TEST_F(join, reserved_options_enoprotoopt)
 {
-	int opts[] = { BUS_SET_EAVESDROP, BUS_UNSET_EAVESDROP,
-		       BUS_SET_SENDBUF, BUS_SET_MAXQLEN };
+	const int opts[] = { BUS_SET_EAVESDROP, BUS_UNSET_EAVESDROP,
+			     BUS_SET_SENDBUF, BUS_SET_MAXQLEN };
 	int val = 4096;
-	unsigned int i;
 
-	for (i = 0; i < ARRAY_SIZE(opts); i++) {
-		int opt = opts[i];
-
-		ASSERT_ERRNO(ENOPROTOOPT, setsockopt(self->p[0].afd, SOL_BUS,
-						     opt, &val, sizeof(val)))
-			TH_LOG("option %d", opt);
-	}
+	expect_no_such_options(_metadata, self->p[0].afd, opts,
+			       ARRAY_SIZE(opts), &val, sizeof(val));
 }
 
 TEST_F(join, unknown_options_enoprotoopt)
 {
-	int opts[] = { 0, 8, 255, 0x10000, -1 };
+	const int opts[] = { 0, 8, 255, 0x10000, -1 };
 	struct bus_addr addr = { .s_addr = ADDR_P1 };
-	unsigned int i;
 
-	for (i = 0; i < ARRAY_SIZE(opts); i++) {
-		int opt = opts[i];
-
-		ASSERT_ERRNO(ENOPROTOOPT, setsockopt(self->p[0].afd, SOL_BUS,
-						     opt, &addr, sizeof(addr)))
-			TH_LOG("option %d", opt);
-	}
+	expect_no_such_options(_metadata, self->p[0].afd, opts,
+			       ARRAY_SIZE(opts), &addr, sizeof(addr));
 }
 
 TEST_F(join, getsockopt_enoprotoopt)

@@ -22,26 +22,27 @@ static int sockopt_int(struct __test_metadata *_metadata, int fd, int opt)
 	return val;
 }
 
-TEST(seqpacket_proto_none)
+/* A SOCK_SEQPACKET socket of proto is made and reports what it is. */
+static void expect_seqpacket_socket(struct __test_metadata *_metadata,
+				    int proto)
 {
-	int fd = socket(AF_BUS, SOCK_SEQPACKET, BUS_PROTO_NONE);
+	int fd = socket(AF_BUS, SOCK_SEQPACKET, proto);
 
 	ASSERT_LE(0, fd) TH_LOG("socket: %s", strerror(errno));
 	EXPECT_EQ(AF_BUS, sockopt_int(_metadata, fd, SO_DOMAIN));
 	EXPECT_EQ(SOCK_SEQPACKET, sockopt_int(_metadata, fd, SO_TYPE));
-	EXPECT_EQ(BUS_PROTO_NONE, sockopt_int(_metadata, fd, SO_PROTOCOL));
+	EXPECT_EQ(proto, sockopt_int(_metadata, fd, SO_PROTOCOL));
 	close(fd);
+}
+
+TEST(seqpacket_proto_none)
+{
+	expect_seqpacket_socket(_metadata, BUS_PROTO_NONE);
 }
 
 TEST(seqpacket_proto_dbus)
 {
-	int fd = socket(AF_BUS, SOCK_SEQPACKET, BUS_PROTO_DBUS);
-
-	ASSERT_LE(0, fd) TH_LOG("socket: %s", strerror(errno));
-	EXPECT_EQ(AF_BUS, sockopt_int(_metadata, fd, SO_DOMAIN));
-	EXPECT_EQ(SOCK_SEQPACKET, sockopt_int(_metadata, fd, SO_TYPE));
-	EXPECT_EQ(BUS_PROTO_DBUS, sockopt_int(_metadata, fd, SO_PROTOCOL));
-	close(fd);
+	expect_seqpacket_socket(_metadata, BUS_PROTO_DBUS);
 }
 
 TEST(stream_not_supported)
