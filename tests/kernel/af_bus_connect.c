@@ -313,24 +313,25 @@ TEST(protocol_dbus_matches)
 	close(m);
 }
 
-TEST(protocol_none_to_dbus_bus_eprototype)
+/* A client of protocol proto connecting to a bus of bus_proto: EPROTOTYPE. */
+static void expect_protocol_mismatch(struct __test_metadata *_metadata,
+				     int bus_proto, int proto)
 {
 	struct bus_name bus = bus_name_abstract();
-	int m = bus_master_proto(_metadata, &bus, BUS_PROTO_DBUS);
+	int m = bus_master_proto(_metadata, &bus, bus_proto);
 
-	bus_expect_connect_fails(_metadata, BUS_PROTO_NONE, &bus,
-				 EPROTOTYPE, m);
+	bus_expect_connect_fails(_metadata, proto, &bus, EPROTOTYPE, m);
 	close(m);
+}
+
+TEST(protocol_none_to_dbus_bus_eprototype)
+{
+	expect_protocol_mismatch(_metadata, BUS_PROTO_DBUS, BUS_PROTO_NONE);
 }
 
 TEST(protocol_dbus_to_none_bus_eprototype)
 {
-	struct bus_name bus = bus_name_abstract();
-	int m = bus_master_proto(_metadata, &bus, BUS_PROTO_NONE);
-
-	bus_expect_connect_fails(_metadata, BUS_PROTO_DBUS, &bus,
-				 EPROTOTYPE, m);
-	close(m);
+	expect_protocol_mismatch(_metadata, BUS_PROTO_NONE, BUS_PROTO_DBUS);
 }
 
 TEST(accept_nonblocking_nothing_pending_eagain)
