@@ -50,6 +50,25 @@ static void close_afd(struct bus_peer *p)
 	p->afd = -1;
 }
 
+/*
+ * p[gone] owned P1_A and one end of its connection is closed: its
+ * addresses are unowned, so what p[from] sends to them goes to the
+ * master, on p[from]'s own accepted socket.
+ */
+static void expect_addresses_freed(struct __test_metadata *_metadata,
+				   FIXTURE_DATA(bus) *self, int gone, int from)
+{
+	struct bus_peer *p = self->p;
+
+	bus_send_str(_metadata, p[from].cfd, &self->bus, p[gone].addr,
+		     "to gone");
+	bus_send_str(_metadata, p[from].cfd, &self->bus, P1_A, "to P1_A");
+	bus_expect(_metadata, p[from].afd, &self->bus, p[from].addr,
+		   "to gone");
+	bus_expect(_metadata, p[from].afd, &self->bus, p[from].addr,
+		   "to P1_A");
+}
+
 TEST_F(bus, client_close_accepted_eof_after_drain)
 {
 	bus_send_plain(_metadata, self->p[0].cfd, "last words");
@@ -74,14 +93,7 @@ TEST_F(bus, client_close_frees_addresses)
 {
 	ASSERT_OK(bus_addr_opt(self->p[1].afd, BUS_ADD_ADDR, P1_A));
 	close_cfd(&self->p[1]);
-	bus_send_str(_metadata, self->p[0].cfd, &self->bus, self->p[1].addr,
-		     "to 2");
-	bus_send_str(_metadata, self->p[0].cfd, &self->bus, P1_A, "to P1_A");
-	/* Both now unowned: the master gets them, on p0's accepted socket. */
-	bus_expect(_metadata, self->p[0].afd, &self->bus, self->p[0].addr,
-		   "to 2");
-	bus_expect(_metadata, self->p[0].afd, &self->bus, self->p[0].addr,
-		   "to P1_A");
+	expect_addresses_freed(_metadata, self, 1, 0);
 	expect_eof_close(_metadata, &self->p[1].afd);
 	bus_expect_quiet(_metadata, self->p, 3);
 }
@@ -164,13 +176,7 @@ TEST_F(bus, accepted_close_frees_addresses)
 {
 	ASSERT_OK(bus_addr_opt(self->p[0].afd, BUS_ADD_ADDR, P1_A));
 	close_afd(&self->p[0]);
-	bus_send_str(_metadata, self->p[1].cfd, &self->bus, self->p[0].addr,
-		     "to 1");
-	bus_send_str(_metadata, self->p[1].cfd, &self->bus, P1_A, "to P1_A");
-	bus_expect(_metadata, self->p[1].afd, &self->bus, self->p[1].addr,
-		   "to 1");
-	bus_expect(_metadata, self->p[1].afd, &self->bus, self->p[1].addr,
-		   "to P1_A");
+	expect_addresses_freed(_metadata, self, 0, 1);
 	expect_eof_close(_metadata, &self->p[0].cfd);
 	bus_expect_quiet(_metadata, self->p, 3);
 }
