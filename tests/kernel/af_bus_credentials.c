@@ -3,7 +3,7 @@
  * AF_BUS credentials: SO_PEERCRED on both ends of a connection,
  * SCM_CREDENTIALS delivered to receivers with SO_PASSCRED (unicast to the
  * master, from the master, multicast), none without it, and SCM_RIGHTS
- * refused with EINVAL in this series.      The peer whose credentials are
+ * refused with EINVAL in this series.  The peer whose credentials are
  * checked is a forked child running as CHILD_UID/CHILD_GID.
  */
 #include "af_bus_test.h"
