@@ -23,6 +23,15 @@ KERNEL_HDR=$AFBUS_BUILD/kernel-headers
 # The kernel is always built for x86_64, whatever `uname -m` says.
 export ARCH=x86_64
 
+# kernel_make SRC OBJ ARGS...: the kernel's own make, out of tree in OBJ,
+# without the make flags of a calling make.
+kernel_make() {
+	local src=$1 obj=$2
+	shift 2
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		make -C "$src" O="$obj" ARCH=x86_64 "$@"
+}
+
 msg() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
 die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 

@@ -18,10 +18,7 @@ SRC=$AFBUS_BUILD/bisect-src
 OBJ=$AFBUS_BUILD/bisect-obj
 LOG=$AFBUS_BUILD/kernel-bisect.log
 
-kmake() {
-	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
-		make -C "$SRC" O="$OBJ" ARCH=x86_64 "$@"
-}
+kmake() { kernel_make "$SRC" "$OBJ" "$@"; }
 
 main() {
 	local commit subject n=0

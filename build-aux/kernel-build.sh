@@ -33,11 +33,7 @@ build_key() {
 	} | sha256sum | cut -d' ' -f1
 }
 
-# The kernel's own make, out of tree, without the caller's make flags.
-kmake() {
-	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
-		make -C "$KERNEL_SRC" O="$KERNEL_OBJ" ARCH=x86_64 "$@"
-}
+kmake() { kernel_make "$KERNEL_SRC" "$KERNEL_OBJ" "$@"; }
 
 # Fail if a symbol requested by a fragment is not in the final .config.
 check_config() {
