@@ -2,9 +2,9 @@
 /*
  * AF_BUS credentials: SO_PEERCRED on both ends of a connection,
  * SCM_CREDENTIALS delivered to receivers with SO_PASSCRED (unicast to the
- * master, from the master, multicast), none without it, and SCM_RIGHTS
- * refused with EINVAL in this series.  The peer whose credentials are
- * checked is a forked child running as CHILD_UID/CHILD_GID.
+ * master, from the master, multicast), none without it.  The peer whose
+ * credentials are checked is a forked child running as CHILD_UID/CHILD_GID.
+ * Passing descriptors (SCM_RIGHTS) is tested in af_bus_fds.c.
  */
 #include "af_bus_test.h"
 
@@ -351,38 +351,6 @@ TEST(passcred_multicast_each_recipient)
 	bus_expect_none(_metadata, a);
 	child_finish(_metadata, &ch);
 	close(a);
-	bus_close_peers(&m, p, 2);
-}
-
-/*
- * sendmsg with one SCM_RIGHTS fd from fd to addr must fail with EINVAL:
- * until AF_BUS passes descriptors, the socket core refuses SCM_RIGHTS on
- * any family but AF_UNIX (af_bus.rst, Credentials).
- */
-static void expect_rights_refused(struct __test_metadata *_metadata, int fd,
-				  const struct bus_name *bus, __u64 addr)
-{
-	int passed = STDERR_FILENO;
-
-	ASSERT_ERRNO(EINVAL, send_with_cmsg(fd, bus, addr, "fd", SCM_RIGHTS,
-					    &passed, sizeof(passed)))
-		TH_LOG("to %#llx", (unsigned long long)addr);
-}
-
-TEST(scm_rights_refused)
-{
-	struct bus_name bus = bus_name_abstract();
-	int m = bus_master(_metadata, &bus);
-	struct bus_peer p[2];
-	int i;
-
-	for (i = 0; i < 2; i++)
-		bus_peer_open(_metadata, &p[i], m, &bus, true);
-	expect_rights_refused(_metadata, p[0].cfd, &bus, BUS_MASTER_ADDR);
-	expect_rights_refused(_metadata, p[0].cfd, &bus, p[1].addr);
-	expect_rights_refused(_metadata, p[0].cfd, &bus, bus_mcast(0));
-	expect_rights_refused(_metadata, p[0].afd, &bus, p[0].addr);
-	bus_expect_quiet(_metadata, p, 2);
 	bus_close_peers(&m, p, 2);
 }
 

@@ -3,7 +3,8 @@
  * AF_BUS SOL_BUS socket options on the master's accepted sockets:
  * BUS_JOIN_BUS (what a client may reach before and after it), BUS_ADD_ADDR
  * and BUS_DEL_ADDR with each of their errors, which sockets may use them,
- * and the reserved/unknown options.  Bad optval/optlen: af_bus_badinput.c.
+ * and unknown options; the limit and eavesdrop options are tested in
+ * af_bus_limits.c and af_bus_eavesdrop.c.  Bad optval/optlen: af_bus_badinput.c.
  */
 #include "af_bus_test.h"
 
@@ -280,16 +281,6 @@ static void expect_no_such_options(struct __test_metadata *_metadata, int fd,
 			     setsockopt(fd, SOL_BUS, opts[i], val, len))
 			TH_LOG("option %d", opts[i]);
 	}
-}
-
-TEST_F(join, reserved_options_enoprotoopt)
-{
-	const int opts[] = { BUS_SET_EAVESDROP, BUS_UNSET_EAVESDROP,
-			     BUS_SET_SENDBUF, BUS_SET_MAXQLEN };
-	int val = 4096;
-
-	expect_no_such_options(_metadata, self->p[0].afd, opts,
-			       ARRAY_SIZE(opts), &val, sizeof(val));
 }
 
 TEST_F(join, unknown_options_enoprotoopt)
