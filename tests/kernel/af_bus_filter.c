@@ -262,7 +262,7 @@ TEST_F(kinds, unicast_dropped)
 		     "gone");
 	bus_send_plain(_metadata, self->p[1].afd, "gone too");
 	bus_expect_quiet(_metadata, self->p, 3);
-	/* the sender's send buffer got back what the dropped copies held */
+	/* the sender was not told, and the bus goes on working */
 	bus_send_str(_metadata, self->p[0].cfd, &self->bus, self->p[2].addr,
 		     "still");
 	bus_expect(_metadata, self->p[2].cfd, &self->bus, self->p[0].addr,
