@@ -807,7 +807,7 @@ struct bus_counts {
 	long proto;	/* "sockets" column of AF_BUS in /proc/net/protocols */
 	long used;	/* "sockets: used" in /proc/net/sockstat */
 	long lines;	/* lines of /proc/net/bus after the header */
-	long slab;	/* active objects of the AF_BUS slab, -1 if unknown */
+	long slab;	/* active objects of the AF_BUS slab cache */
 };
 
 static long proto_sockets(void)
@@ -859,12 +859,26 @@ static long procnet_bus_lines(void)
 	return n;
 }
 
+/*
+ * Active objects of the AF_BUS slab cache. Shrinking the cache first
+ * flushes SLUB's per-CPU slabs, whose free objects slabinfo would count
+ * as active, so the count is exact.
+ */
 static long slab_active(void)
 {
 	char line[512], name[64];
 	long n = -1, active;
-	FILE *f = fopen("/proc/slabinfo", "r");
+	int shrink = open("/sys/kernel/slab/AF_BUS/shrink", O_WRONLY);
+	FILE *f;
 
+	if (shrink < 0)
+		return -1;
+	n = write(shrink, "1", 1);
+	close(shrink);
+	if (n != 1)
+		return -1;
+	n = -1;
+	f = fopen("/proc/slabinfo", "r");
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
@@ -892,23 +906,16 @@ static struct bus_counts baseline(struct __test_metadata *_metadata)
 	ASSERT_LE(0, c.proto) TH_LOG("no AF_BUS in /proc/net/protocols");
 	ASSERT_LE(0, c.used) TH_LOG("no sockets: used in /proc/net/sockstat");
 	ASSERT_LE(0, c.lines) TH_LOG("no /proc/net/bus");
-	if (c.slab < 0)
-		TH_LOG("no AF_BUS line in /proc/slabinfo: slab count not checked");
+	ASSERT_LE(0, c.slab)
+		TH_LOG("no AF_BUS slab (/sys/kernel/slab/AF_BUS/shrink, /proc/slabinfo)");
 	return c;
 }
-
-/*
- * SLUB keeps freed objects on per-CPU slabs, which slabinfo counts as
- * active: allow one slab's worth of objects per CPU.
- */
-#define SLAB_SLACK	(64L * 8)
 
 static bool counts_match(const struct bus_counts *c,
 			 const struct bus_counts *want)
 {
 	return c->proto == want->proto && c->used == want->used &&
-	       c->lines == want->lines &&
-	       (want->slab < 0 || c->slab <= want->slab + SLAB_SLACK);
+	       c->lines == want->lines && c->slab == want->slab;
 }
 
 /*
@@ -924,8 +931,7 @@ static void wait_counts(struct __test_metadata *_metadata,
 	want.proto += delta;
 	want.used += delta;
 	want.lines += delta;
-	if (want.slab >= 0)
-		want.slab += delta;
+	want.slab += delta;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		c = read_counts();
@@ -937,9 +943,7 @@ static void wait_counts(struct __test_metadata *_metadata,
 	EXPECT_EQ(want.proto, c.proto) TH_LOG("/proc/net/protocols AF_BUS sockets");
 	EXPECT_EQ(want.used, c.used) TH_LOG("/proc/net/sockstat sockets: used");
 	EXPECT_EQ(want.lines, c.lines) TH_LOG("/proc/net/bus lines");
-	if (want.slab >= 0)
-		EXPECT_GE(want.slab + SLAB_SLACK, c.slab)
-			TH_LOG("AF_BUS slab active objects");
+	EXPECT_EQ(want.slab, c.slab) TH_LOG("AF_BUS slab active objects");
 }
 
 /* Run a collection the documented way: release an AF_BUS socket. */

@@ -634,25 +634,11 @@ TEST_F(bus, full_queue_blocking_sndtimeo_eagain)
 	bus_expect_quiet(_metadata, self->p, 4);
 }
 
-struct send_arg {
-	int fd;
-	const struct bus_name *bus;
-	__u64 to;
-	uint32_t val;
-};
-
-static long send_call(void *p)
-{
-	struct send_arg *a = p;
-
-	return bus_sendto(a->fd, a->bus, a->to, &a->val, sizeof(a->val), 0);
-}
-
 TEST_F(bus, full_queue_blocked_sender_woken_by_recv)
 {
-	struct send_arg arg = { .fd = self->p[0].cfd, .bus = &self->bus,
+	struct bus_send_arg arg = { .fd = self->p[0].cfd, .bus = &self->bus,
 				.to = self->p[1].addr, .val = BUS_QLEN_MAX };
-	struct bus_call call = { .fn = send_call, .arg = &arg };
+	struct bus_call call = { .fn = bus_send_call, .arg = &arg };
 	uint32_t v;
 
 	fill_queue(_metadata, self, 0, 1);

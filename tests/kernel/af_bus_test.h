@@ -578,6 +578,21 @@ static inline void bus_call_start_blocked(struct __test_metadata *_metadata,
 	}
 }
 
+/* A 4-byte sendto of val to `to` on bus, for bus_call.fn */
+struct bus_send_arg {
+	int fd;
+	const struct bus_name *bus;
+	__u64 to;
+	__u32 val;
+};
+
+static inline long bus_send_call(void *p)
+{
+	struct bus_send_arg *a = p;
+
+	return bus_sendto(a->fd, a->bus, a->to, &a->val, sizeof(a->val), 0);
+}
+
 /* Wait for the call to return (its own socket timeout bounds it). */
 static inline void bus_call_finish(struct __test_metadata *_metadata,
 				   struct bus_call *c)

@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * AF_BUS limits the master sets (af_bus.rst, "Limits"): BUS_SET_MAXQLEN
+ * and BUS_SET_SENDBUF on the bound socket (both sockets of every later
+ * connection) and on an accepted socket (its client, at once), their
+ * bounds, who may use them, and what a client sees: how many messages
+ * its queue takes, its SO_SNDBUF, and the largest message it can send.
+ */
+#include "af_bus_test.h"
+
+#include <sys/wait.h>
+
+/* setsockopt(fd, SOL_BUS, opt, &val, sizeof(int)) */
+static int set_int(int fd, int opt, int val)
+{
+	return setsockopt(fd, SOL_BUS, opt, &val, sizeof(val));
+}
+
+static int get_sndbuf(struct __test_metadata *_metadata, int fd)
+{
+	int val = -1;
+	socklen_t len = sizeof(val);
+
+	ASSERT_OK(getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &val, &len));
+	return val;
+}
+
+/* A send buffer large enough that a queue limit, not it, stops fill(). */
+static void big_sndbuf(struct __test_metadata *_metadata, int fd)
+{
+	int big = 32 << 20;
+
+	ASSERT_OK(setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &big,
+			     sizeof(big)));
+}
+
+/*
+ * Send 4-byte messages 0, 1, ... from `from` to addr without waiting until
+ * one fails; the failure must be EAGAIN. Returns how many went.
+ */
+static unsigned int fill(struct __test_metadata *_metadata, int from,
+			 const struct bus_name *bus, __u64 addr)
+{
+	unsigned int i;
+
+	big_sndbuf(_metadata, from);
+	for (i = 0; i < 4096; i++)
+		if (bus_sendto(from, bus, addr, &i, sizeof(i), MSG_DONTWAIT) !=
+		    (ssize_t)sizeof(i))
+			break;
+	ASSERT_EQ(EAGAIN, errno) TH_LOG("send %u: %s", i, strerror(errno));
+	return i;
+}
+
+/* Same as fill(), to the other end of the pair (no address). */
+static unsigned int fill_peer(struct __test_metadata *_metadata, int from)
+{
+	unsigned int i;
+
+	big_sndbuf(_metadata, from);
+	for (i = 0; i < 4096; i++)
+		if (send(from, &i, sizeof(i), MSG_DONTWAIT | MSG_NOSIGNAL) !=
+		    (ssize_t)sizeof(i))
+			break;
+	ASSERT_EQ(EAGAIN, errno) TH_LOG("send %u: %s", i, strerror(errno));
+	return i;
+}
+
+/* fd holds messages 0 .. count - 1 and nothing else. */
+static void drain(struct __test_metadata *_metadata, int fd,
+		  unsigned int count)
+{
+	unsigned int i, v;
+
+	for (i = 0; i < count; i++) {
+		ASSERT_EQ((ssize_t)sizeof(v),
+			  recv(fd, &v, sizeof(v), MSG_DONTWAIT))
+			TH_LOG("message %u: %s", i, strerror(errno));
+		ASSERT_EQ(i, v);
+	}
+	bus_expect_none(_metadata, fd);
+}
+
+/* A master, and two joined clients that connected after it set limits. */
+FIXTURE(limits) {
+	struct bus_name bus;
+	int m;
+	struct bus_peer p[2];
+};
+
+FIXTURE_SETUP(limits)
+{
+	self->p[0].cfd = self->p[0].afd = -1;
+	self->p[1].cfd = self->p[1].afd = -1;
+	self->bus = bus_name_abstract();
+	self->m = bus_master(_metadata, &self->bus);
+}
+
+FIXTURE_TEARDOWN(limits)
+{
+	bus_close_peers(&self->m, self->p, 2);
+}
+
+static void open_two(struct __test_metadata *_metadata,
+		     FIXTURE_DATA(limits) *self)
+{
+	bus_peer_open(_metadata, &self->p[0], self->m, &self->bus, true);
+	bus_peer_open(_metadata, &self->p[1], self->m, &self->bus, true);
+}
+
+TEST_F(limits, maxqlen_on_master_limits_later_clients)
+{
+	ASSERT_OK(set_int(self->m, BUS_SET_MAXQLEN, 3));
+	open_two(_metadata, self);
+	ASSERT_EQ(3U, fill(_metadata, self->p[0].cfd, &self->bus,
+			   self->p[1].addr));
+	drain(_metadata, self->p[1].cfd, 3);
+	/* and the accepted socket: what the client sends the master */
+	ASSERT_EQ(3U, fill_peer(_metadata, self->p[0].cfd));
+	drain(_metadata, self->p[0].afd, 3);
+}
+
+TEST_F(limits, maxqlen_on_master_keeps_earlier_clients)
+{
+	open_two(_metadata, self);
+	ASSERT_OK(set_int(self->m, BUS_SET_MAXQLEN, 3));
+	ASSERT_EQ(BUS_QLEN_MAX, fill(_metadata, self->p[0].cfd, &self->bus,
+				     self->p[1].addr));
+	drain(_metadata, self->p[1].cfd, BUS_QLEN_MAX);
+}
+
+TEST_F(limits, maxqlen_on_accepted_applies_to_its_client_now)
+{
+	open_two(_metadata, self);
+	ASSERT_OK(set_int(self->p[1].afd, BUS_SET_MAXQLEN, 2));
+	ASSERT_EQ(2U, fill(_metadata, self->p[0].cfd, &self->bus,
+			   self->p[1].addr));
+	/* p0's queue is not affected */
+	ASSERT_EQ(BUS_QLEN_MAX, fill(_metadata, self->p[1].cfd, &self->bus,
+				     self->p[0].addr));
+	drain(_metadata, self->p[1].cfd, 2);
+	drain(_metadata, self->p[0].cfd, BUS_QLEN_MAX);
+}
+
+TEST_F(limits, maxqlen_the_accepted_socket_keeps_its_own)
+{
+	open_two(_metadata, self);
+	ASSERT_OK(set_int(self->p[0].afd, BUS_SET_MAXQLEN, 2));
+	ASSERT_EQ(BUS_QLEN_MAX, fill_peer(_metadata, self->p[0].cfd));
+	drain(_metadata, self->p[0].afd, BUS_QLEN_MAX);
+}
+
+TEST_F(limits, maxqlen_raised_wakes_waiting_sender)
+{
+	struct bus_send_arg arg;
+	struct bus_call call = { .fn = bus_send_call, .arg = &arg };
+
+	open_two(_metadata, self);
+	ASSERT_OK(set_int(self->p[1].afd, BUS_SET_MAXQLEN, 1));
+	ASSERT_EQ(1U, fill(_metadata, self->p[0].cfd, &self->bus,
+			   self->p[1].addr));
+	arg = (struct bus_send_arg){ self->p[0].cfd, &self->bus, self->p[1].addr,
+				 1 };
+	bus_set_timeouts(_metadata, arg.fd, 10000);
+	bus_call_start_blocked(_metadata, &call);
+	ASSERT_OK(set_int(self->p[1].afd, BUS_SET_MAXQLEN, 2));
+	bus_call_finish(_metadata, &call);
+	ASSERT_EQ(4, call.ret) TH_LOG("send: %s", strerror(call.err));
+	drain(_metadata, self->p[1].cfd, 2);
+}
+
+TEST_F(limits, maxqlen_bounds)
+{
+	const int bad[] = { 0, -1, 1048577, 0x7fffffff };
+	unsigned int i;
+
+	open_two(_metadata, self);
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		ASSERT_ERRNO(EINVAL, set_int(self->m, BUS_SET_MAXQLEN, bad[i]))
+			TH_LOG("value %d", bad[i]);
+		ASSERT_ERRNO(EINVAL, set_int(self->p[0].afd, BUS_SET_MAXQLEN,
+					     bad[i]))
+			TH_LOG("value %d", bad[i]);
+	}
+	ASSERT_OK(set_int(self->m, BUS_SET_MAXQLEN, 1048576));
+	ASSERT_OK(set_int(self->p[0].afd, BUS_SET_MAXQLEN, 1));
+	/* the failed calls changed nothing */
+	ASSERT_EQ(1U, fill(_metadata, self->p[1].cfd, &self->bus,
+			   self->p[0].addr));
+	ASSERT_EQ(BUS_QLEN_MAX, fill(_metadata, self->p[0].cfd, &self->bus,
+				     self->p[1].addr));
+	drain(_metadata, self->p[0].cfd, 1);
+	drain(_metadata, self->p[1].cfd, BUS_QLEN_MAX);
+}
+
+TEST_F(limits, wrong_optlen_einval)
+{
+	const socklen_t lens[] = { 0, 1, 2, 3, 5, 8 };
+	long long val = 8;
+	unsigned int i;
+
+	open_two(_metadata, self);
+	for (i = 0; i < ARRAY_SIZE(lens); i++) {
+		ASSERT_ERRNO(EINVAL, setsockopt(self->m, SOL_BUS,
+						BUS_SET_MAXQLEN, &val,
+						lens[i]))
+			TH_LOG("optlen %u", lens[i]);
+		ASSERT_ERRNO(EINVAL, setsockopt(self->p[0].afd, SOL_BUS,
+						BUS_SET_SENDBUF, &val,
+						lens[i]))
+			TH_LOG("optlen %u", lens[i]);
+	}
+}
+
+TEST_F(limits, bad_pointer_efault)
+{
+	open_two(_metadata, self);
+	ASSERT_ERRNO(EFAULT, setsockopt(self->m, SOL_BUS, BUS_SET_MAXQLEN,
+					(void *)8, sizeof(int)));
+	ASSERT_ERRNO(EFAULT, setsockopt(self->p[0].afd, SOL_BUS,
+					BUS_SET_SENDBUF, (void *)8,
+					sizeof(int)));
+}
+
+TEST_F(limits, client_and_fresh_socket_eperm)
+{
+	int fresh = bus_socket(_metadata, BUS_PROTO_NONE);
+	const int opts[] = { BUS_SET_MAXQLEN, BUS_SET_SENDBUF };
+	unsigned int i;
+
+	open_two(_metadata, self);
+	for (i = 0; i < ARRAY_SIZE(opts); i++) {
+		ASSERT_ERRNO(EPERM, set_int(self->p[0].cfd, opts[i], 8));
+		ASSERT_ERRNO(EPERM, set_int(fresh, opts[i], 8));
+	}
+	close(fresh);
+	/* the client could not raise its own queue limit */
+	ASSERT_EQ(BUS_QLEN_MAX, fill(_metadata, self->p[1].cfd, &self->bus,
+				     self->p[0].addr));
+	drain(_metadata, self->p[0].cfd, BUS_QLEN_MAX);
+}
+
+TEST_F(limits, accepted_of_gone_client_enotconn)
+{
+	open_two(_metadata, self);
+	close(self->p[1].cfd);
+	self->p[1].cfd = -1;
+	ASSERT_ERRNO(ENOTCONN, set_int(self->p[1].afd, BUS_SET_MAXQLEN, 8));
+	ASSERT_ERRNO(ENOTCONN, set_int(self->p[1].afd, BUS_SET_SENDBUF,
+				       8192));
+}
+
+TEST_F(limits, sendbuf_on_master_doubles_like_so_sndbuf)
+{
+	int before;
+
+	bus_peer_open(_metadata, &self->p[0], self->m, &self->bus, true);
+	before = get_sndbuf(_metadata, self->p[0].cfd);
+	ASSERT_OK(set_int(self->m, BUS_SET_SENDBUF, 65536));
+	bus_peer_open(_metadata, &self->p[1], self->m, &self->bus, true);
+	ASSERT_EQ(131072, get_sndbuf(_metadata, self->p[1].cfd));
+	ASSERT_EQ(131072, get_sndbuf(_metadata, self->p[1].afd));
+	/* earlier connections keep theirs */
+	ASSERT_EQ(before, get_sndbuf(_metadata, self->p[0].cfd));
+	ASSERT_NE(131072, before);
+}
+
+TEST_F(limits, sendbuf_small_value_is_sock_min_sndbuf)
+{
+	int u = socket(AF_UNIX, SOCK_SEQPACKET, 0), one = 1, min;
+
+	ASSERT_LE(0, u);
+	ASSERT_OK(setsockopt(u, SOL_SOCKET, SO_SNDBUF, &one, sizeof(one)));
+	min = get_sndbuf(_metadata, u);
+	close(u);
+	ASSERT_OK(set_int(self->m, BUS_SET_SENDBUF, 1));
+	open_two(_metadata, self);
+	ASSERT_EQ(min, get_sndbuf(_metadata, self->p[0].cfd));
+}
+
+TEST_F(limits, sendbuf_zero_or_negative_einval)
+{
+	open_two(_metadata, self);
+	ASSERT_ERRNO(EINVAL, set_int(self->m, BUS_SET_SENDBUF, 0));
+	ASSERT_ERRNO(EINVAL, set_int(self->m, BUS_SET_SENDBUF, -4096));
+	ASSERT_ERRNO(EINVAL, set_int(self->p[0].afd, BUS_SET_SENDBUF, 0));
+}
+
+TEST_F(limits, sendbuf_on_accepted_applies_now)
+{
+	char *buf;
+	const int size = 16384;
+
+	open_two(_metadata, self);
+	ASSERT_OK(set_int(self->p[0].afd, BUS_SET_SENDBUF, size / 2));
+	ASSERT_EQ(size, get_sndbuf(_metadata, self->p[0].cfd));
+	buf = calloc(1, size);
+	ASSERT_NE(NULL, buf);
+	ASSERT_ERRNO(EMSGSIZE, bus_sendto(self->p[0].cfd, &self->bus,
+					  self->p[1].addr, buf, size, 0));
+	ASSERT_EQ(size - 64, bus_sendto(self->p[0].cfd, &self->bus,
+					self->p[1].addr, buf, size - 64, 0));
+	ASSERT_EQ(size - 64, recv(self->p[1].cfd, buf, size, 0));
+	free(buf);
+	bus_expect_quiet(_metadata, self->p, 2);
+}
+
+/* net.core.wmem_max, read without sysctl: SO_SNDBUF (unlike
+ * SO_SNDBUFFORCE) is held to it even for root, then doubled.
+ */
+static long read_wmem_max(struct __test_metadata *_metadata)
+{
+	int u = socket(AF_UNIX, SOCK_SEQPACKET, 0), huge = 0x7fffffff, v;
+
+	ASSERT_LE(0, u);
+	ASSERT_OK(setsockopt(u, SOL_SOCKET, SO_SNDBUF, &huge, sizeof(huge)));
+	v = get_sndbuf(_metadata, u);
+	close(u);
+	return v / 2;
+}
+
+/* Past wmem_max with CAP_NET_ADMIN (the tests run as root), a message of
+ * several MiB goes through whole.
+ */
+TEST_F(limits, sendbuf_past_wmem_max_with_cap_net_admin)
+{
+	const size_t size = 3 << 20;
+	unsigned char *out, *in;
+	size_t i;
+
+	ASSERT_GT(4L << 20, read_wmem_max(_metadata));
+	ASSERT_OK(set_int(self->m, BUS_SET_SENDBUF, 4 << 20));
+	open_two(_metadata, self);
+	ASSERT_EQ(8 << 20, get_sndbuf(_metadata, self->p[0].cfd));
+	out = malloc(size);
+	in = malloc(size + 1);
+	ASSERT_NE(NULL, out);
+	ASSERT_NE(NULL, in);
+	for (i = 0; i < size; i++)
+		out[i] = (unsigned char)(i * 131 + (i >> 12));
+	ASSERT_EQ((ssize_t)size, bus_sendto(self->p[0].cfd, &self->bus,
+					    self->p[1].addr, out, size, 0))
+		TH_LOG("send: %s", strerror(errno));
+	ASSERT_EQ((ssize_t)size, recv(self->p[1].cfd, in, size + 1, 0));
+	ASSERT_EQ(0, memcmp(out, in, size));
+	free(out);
+	free(in);
+}
+
+/* A master process without CAP_NET_ADMIN is held to wmem_max. */
+TEST_F(limits, sendbuf_clamped_to_wmem_max_without_cap)
+{
+	long wmem_max = read_wmem_max(_metadata);
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* nobody: no capabilities left */
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		_exit(set_int(self->m, BUS_SET_SENDBUF, 64 << 20) ? 11 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status) TH_LOG("child failed with status %#x", status);
+	open_two(_metadata, self);
+	ASSERT_EQ(2 * wmem_max, get_sndbuf(_metadata, self->p[0].cfd));
+}
+
+TEST_HARNESS_MAIN
