@@ -11,6 +11,10 @@
 #   /bin/busybox + applet links   from busybox-static
 #   the shared libraries (and dynamic loader) the binaries need
 #   /dev/console, /dev/null, /proc, /sys, /tmp, /root, /etc
+#   the D-Bus fork when it is built (build/dbus-stage): dbus-daemon,
+#   dbus-send, dbus-monitor, libdbus, the session bus configuration, and
+#   the D-Bus tests: /tests/dbus/*.sh from tests/dbus/ and the programs
+#   they use from build/tests/dbus/ (in /usr/bin)
 #
 # The archive is written with the kernel's usr/gen_init_cpio, so device
 # nodes and root ownership need no privileges.  It is rebuilt only when
@@ -53,7 +57,41 @@ add_libs() {
 	for lib in $(ldd "$@" 2>/dev/null |
 		     awk '/^\t/ { if ($1 ~ /^\//) print $1; else if ($3 ~ /^\//) print $3 }' |
 		     sort -u); do
+		case ${lib##*/} in libdbus-1.so*) continue ;; esac
 		add_file "$lib" "$(readlink -f "$lib")"
+	done
+}
+
+DBUS_STAGE=$AFBUS_BUILD/dbus-stage
+DBUS_LIBDIR=/usr/lib/x86_64-linux-gnu
+DBUS_TEST_BIN=$AFBUS_BUILD/tests/dbus
+
+# add_dbus: the D-Bus fork and its tests, if built.  libdbus comes from
+# the staging directory, never from the host (add_libs skips it).
+add_dbus() {
+	local f lib
+	[ -x "$DBUS_STAGE/usr/bin/dbus-daemon" ] || return 0
+	for f in dbus-daemon dbus-send dbus-monitor; do
+		add_file "/usr/bin/$f" "$DBUS_STAGE/usr/bin/$f"
+		dbus_bins+=("$DBUS_STAGE/usr/bin/$f")
+	done
+	lib=$(cd "$DBUS_STAGE$DBUS_LIBDIR" && ls libdbus-1.so.3.*)
+	add_file "$DBUS_LIBDIR/$lib" "$DBUS_STAGE$DBUS_LIBDIR/$lib"
+	echo "slink $DBUS_LIBDIR/libdbus-1.so.3 $lib 0777 0 0" >>"$LIST"
+	add_file /usr/share/dbus-1/session.conf "$DBUS_STAGE/usr/share/dbus-1/session.conf" 0644
+	add_dir /usr/share/dbus-1/services
+	add_dir /etc/dbus-1
+	echo 0123456789abcdef0123456789abcdef >"$WORK/machine-id"
+	add_file /etc/machine-id "$WORK/machine-id" 0444
+	add_dir /tests/dbus
+	add_file /usr/libexec/afbus/dbus-test-lib.sh "$AFBUS_TOP/tests/dbus/lib/dbus-test-lib.sh" 0644
+	for f in "$AFBUS_TOP"/tests/dbus/*.sh; do
+		[ -f "$f" ] && add_file "/tests/dbus/${f##*/}" "$f"
+	done
+	for f in "$DBUS_TEST_BIN"/*; do
+		[ -f "$f" ] && [ -x "$f" ] || continue
+		add_file "/usr/bin/${f##*/}" "$f"
+		dbus_bins+=("$f")
 	done
 }
 
@@ -103,7 +141,9 @@ write_list() {
 		fi
 	done
 	add_file /tests/unbuilt "$WORK/unbuilt" 0644
-	add_libs "$GUEST_CHECK" ${built[@]+"${built[@]}"}
+	dbus_bins=()
+	add_dbus
+	add_libs "$GUEST_CHECK" ${built[@]+"${built[@]}"} ${dbus_bins[@]+"${dbus_bins[@]}"}
 }
 
 # Hash of the list and of every file it names.

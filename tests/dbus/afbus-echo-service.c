@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A small D-Bus service on libdbus for the AF_BUS tests: it connects to
+ * the session bus, asks for a well-known name and answers, on any path,
+ * interface com.example.Echo:
+ *   Echo (s) -> s          the string back
+ *   Fail ()                the error com.example.Echo.Error.Failed
+ *   Whoami () -> s         its own unique name
+ *   Quit ()                replies, then exits
+ *
+ * Usage: afbus-echo-service NAME [FLAGS]
+ * FLAGS as for RequestName (1 allow replacement, 2 replace existing,
+ * 4 do not queue).  It prints "ready UNIQUE-NAME" once it owns NAME
+ * (or "queued UNIQUE-NAME"), "lost NAME" when it loses it, and exits 0
+ * on Quit or on disconnection.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dbus/dbus.h>
+
+#define IFACE "com.example.Echo"
+
+static void die(const char *what, DBusError *error)
+{
+	fprintf(stderr, "afbus-echo-service: %s: %s\n", what,
+		error && dbus_error_is_set(error) ? error->message : "failed");
+	exit(1);
+}
+
+static void reply_string(DBusConnection *c, DBusMessage *m, const char *s)
+{
+	DBusMessage *r = dbus_message_new_method_return(m);
+
+	if (!r || !dbus_message_append_args(r, DBUS_TYPE_STRING, &s, DBUS_TYPE_INVALID) ||
+	    !dbus_connection_send(c, r, NULL))
+		die("reply", NULL);
+	dbus_message_unref(r);
+}
+
+int main(int argc, char **argv)
+{
+	DBusError error = DBUS_ERROR_INIT;
+	DBusConnection *c;
+	const char *name;
+	unsigned int flags;
+	int ret;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: afbus-echo-service NAME [FLAGS]\n");
+		return 2;
+	}
+	name = argv[1];
+	flags = argc > 2 ? strtoul(argv[2], NULL, 0) : 0;
+
+	c = dbus_bus_get_private(DBUS_BUS_SESSION, &error);
+	if (!c)
+		die("connect", &error);
+	dbus_connection_set_exit_on_disconnect(c, FALSE);
+
+	ret = dbus_bus_request_name(c, name, flags, &error);
+	if (ret < 0)
+		die("RequestName", &error);
+	printf("%s %s\n", ret == DBUS_REQUEST_NAME_REPLY_IN_QUEUE ? "queued" : "ready",
+	       dbus_bus_get_unique_name(c));
+	fflush(stdout);
+
+	while (dbus_connection_read_write_dispatch(c, -1)) {
+		DBusMessage *m;
+
+		while ((m = dbus_connection_pop_message(c)) != NULL) {
+			if (dbus_message_is_method_call(m, IFACE, "Echo")) {
+				const char *s;
+
+				if (dbus_message_get_args(m, &error, DBUS_TYPE_STRING, &s,
+							  DBUS_TYPE_INVALID))
+					reply_string(c, m, s);
+				else
+					dbus_error_free(&error);
+			} else if (dbus_message_is_method_call(m, IFACE, "Whoami")) {
+				reply_string(c, m, dbus_bus_get_unique_name(c));
+			} else if (dbus_message_is_method_call(m, IFACE, "Fail")) {
+				DBusMessage *r = dbus_message_new_error(m, IFACE ".Error.Failed",
+									"failing as asked");
+				dbus_connection_send(c, r, NULL);
+				dbus_message_unref(r);
+			} else if (dbus_message_is_method_call(m, IFACE, "Quit")) {
+				reply_string(c, m, "bye");
+				dbus_connection_flush(c);
+				dbus_message_unref(m);
+				dbus_connection_close(c);
+				dbus_connection_unref(c);
+				return 0;
+			} else if (dbus_message_is_signal(m, DBUS_INTERFACE_DBUS, "NameLost")) {
+				const char *lost;
+
+				if (dbus_message_get_args(m, NULL, DBUS_TYPE_STRING, &lost,
+							  DBUS_TYPE_INVALID)) {
+					printf("lost %s\n", lost);
+					fflush(stdout);
+				}
+			} else if (dbus_message_is_signal(m, DBUS_INTERFACE_DBUS, "NameAcquired")) {
+				const char *got;
+
+				if (dbus_message_get_args(m, NULL, DBUS_TYPE_STRING, &got,
+							  DBUS_TYPE_INVALID) && strcmp(got, name) == 0) {
+					printf("acquired %s\n", got);
+					fflush(stdout);
+				}
+			}
+			dbus_message_unref(m);
+		}
+	}
+	dbus_connection_unref(c);
+	return 0;
+}

@@ -1,0 +1,95 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# dbus-daemon as AF_BUS bus master: addresses, Hello, the bus driver's
+# methods, method calls by unique and well-known name, errors.
+. /usr/libexec/afbus/dbus-test-lib.sh
+cd /tmp
+
+start_bus afbus:
+expect_match "daemon prints an afbus:path=...,guid=... address" \
+	'^afbus:path=/tmp/dbus-afbus-[A-Za-z0-9]+,guid=[0-9a-f]{32}$' "$DBUS_SESSION_BUS_ADDRESS"
+path=${DBUS_SESSION_BUS_ADDRESS#afbus:path=}
+path=${path%%,*}
+check "the bus path is a socket inode" test -S "$path"
+
+out=$(timeout 20 dbus-send --bus="afbus:path=$path" --print-reply \
+	--dest=org.freedesktop.DBus / org.freedesktop.DBus.ListNames 2>&1)
+expect_match "dbus-send ListNames over afbus:path= lists the bus" \
+	'string "org.freedesktop.DBus"' "$out"
+expect_match "ListNames lists the caller by its AF_BUS unique name" \
+	'string ":0\.[1-9a-f][0-9a-f]*"' "$out"
+
+out=$(timeout 20 dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
+	org.freedesktop.DBus.GetId 2>&1)
+guid=${DBUS_SESSION_BUS_ADDRESS##*guid=}
+expect_match "GetId returns the guid of the address" "string \"$guid\"" "$out"
+
+out=$(timeout 20 dbus-send --bus=afbus:path=/tmp/no-such-bus --print-reply \
+	--dest=org.freedesktop.DBus / org.freedesktop.DBus.ListNames 2>&1)
+rc=$?
+check "a bus that does not exist is an error, not a hang" \
+	test $rc != 0 -a $rc != 124
+expect_match "... which names the missing path" 'no-such-bus' "$out"
+
+out=$(timeout 20 dbus-send --bus=afbus:nopath=1 --print-reply \
+	--dest=org.freedesktop.DBus / org.freedesktop.DBus.ListNames 2>&1)
+expect_match "afbus: without path or file is a bad address" 'BadAddress|[Bb]ad address' "$out"
+
+# A service on libdbus, by well-known and by unique name.
+bg sh -c 'afbus-echo-service com.example.Echo >/tmp/svc.out 2>&1'
+check "the service gets its well-known name" wait_for_name com.example.Echo
+svc=$(sed -n 's/^ready //p' /tmp/svc.out)
+expect_match "the service has an AF_BUS unique name" '^:0\.[1-9a-f][0-9a-f]*$' "$svc"
+
+out=$(timeout 20 dbus-send --session --print-reply --dest=com.example.Echo / \
+	com.example.Echo.Echo string:hello 2>&1)
+expect_match "method call by well-known name gets its reply" 'string "hello"' "$out"
+
+out=$(timeout 20 dbus-send --session --print-reply --dest="$svc" / \
+	com.example.Echo.Echo string:direct 2>&1)
+expect_match "method call by unique name gets its reply" 'string "direct"' "$out"
+
+out=$(timeout 20 dbus-send --session --print-reply --dest=com.example.Echo / \
+	com.example.Echo.Fail 2>&1)
+expect_match "an error reply reaches the caller" 'com\.example\.Echo\.Error\.Failed' "$out"
+
+out=$(timeout 20 dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
+	org.freedesktop.DBus.GetNameOwner string:com.example.Echo 2>&1)
+expect_match "GetNameOwner gives the service's unique name" "string \"$svc\"" "$out"
+
+pid=$(timeout 20 dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
+	org.freedesktop.DBus.GetConnectionUnixProcessID string:"$svc" 2>&1 |
+	sed -n 's/.*uint32 //p')
+check "GetConnectionUnixProcessID gives the service's pid" \
+	grep -q afbus-echo-service "/proc/$pid/cmdline"
+out=$(timeout 20 dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
+	org.freedesktop.DBus.GetConnectionUnixUser string:"$svc" 2>&1)
+expect_match "GetConnectionUnixUser gives uid 0" 'uint32 0$' "$out"
+
+# 50 calls: the first goes through the daemon, which says where the name
+# lives (one Forwarded signal); the others go straight to the service.
+out=$(timeout 60 afbus-echo-client com.example.Echo 50 2>&1)
+expect_eq "50 calls by well-known name, one Forwarded, then direct" \
+	"calls=50 ok=50 errors=0 forwarded=1 owners=" "$out"
+
+out=$(timeout 60 afbus-echo-client "$svc" 20 2>&1)
+expect_eq "20 calls by unique name: no Forwarded" \
+	"calls=20 ok=20 errors=0 forwarded=0 owners=" "$out"
+
+out=$(timeout 20 dbus-send --session --print-reply --dest=com.example.Nobody / \
+	com.example.Echo.Echo string:x 2>&1)
+expect_match "a name without owner gives ServiceUnknown/NameHasNoOwner" \
+	'ServiceUnknown|NameHasNoOwner' "$out"
+
+kill $BUS_PID
+wait $BUS_PID 2>/dev/null
+check "the daemon removes the bus path when it exits" test ! -e "$path"
+
+# afbus:file=: the daemon writes the path into the file.
+start_bus afbus:file=/tmp/test-bus.afbus
+check "afbus:file= writes the path into the file" test -s /tmp/test-bus.afbus
+out=$(timeout 20 dbus-send --bus=afbus:file=/tmp/test-bus.afbus --print-reply \
+	--dest=org.freedesktop.DBus / org.freedesktop.DBus.ListNames 2>&1)
+expect_match "dbus-send over afbus:file= works" 'string "org.freedesktop.DBus"' "$out"
+
+finish

@@ -1,0 +1,374 @@
+/* -*- mode: C; c-file-style: "gnu"; indent-tabs-mode: nil; -*- */
+/* bus-afbus.c  dbus-daemon as the AF_BUS bus master
+ *
+ * SPDX-License-Identifier: AFL-2.1 OR GPL-2.0-or-later
+ *
+ * Licensed under the Academic Free License version 2.1
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 2 of the License, or
+ * (at your option) any later version.
+ *
+ * This program is distributed in the hope that it will be useful,
+ * but WITHOUT ANY WARRANTY; without even the implied warranty of
+ * MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+ * GNU General Public License for more details.
+ */
+
+#include <config.h>
+#include "bus-afbus.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <dbus/dbus-afbus.h>
+#include <dbus/dbus-hash.h>
+
+#include "bus.h"
+#include "services.h"
+#include "utils.h"
+
+/*
+ * The daemon's side of AF_BUS (see the D-Bus section of af_bus.txt):
+ *
+ * - A client authenticates and sends Hello over its point-to-point link
+ *   to the daemon; the daemon names it after its kernel address
+ *   (0000/00000000beef is ":0.beef"), joins it to the bus with
+ *   BUS_JOIN_BUS, then replies, so the client knows it may talk to its
+ *   peers once it has the reply.
+ *
+ * - Each well-known name gets the next address of prefix 0001 the first
+ *   time an AF_BUS client becomes its primary owner, and keeps it for
+ *   the daemon's lifetime: the address is never given to another name.
+ *   It moves with the name (BUS_DEL_ADDR from the old owner,
+ *   BUS_ADD_ADDR to the new one); while the name has no AF_BUS owner
+ *   nobody has it and the kernel routes messages sent to it to the
+ *   daemon, which delivers or refuses them like any other.
+ *
+ * - Every message an AF_BUS client sends the daemon for a well-known
+ *   name (not the daemon's own) is answered, once it is dispatched,
+ *   with the signal org.freedesktop.DBus.AF_BUS.Forwarded (name,
+ *   address), address 0 meaning "keep sending through the daemon".
+ *   The client library counts them to keep its messages in order.
+ */
+
+#ifdef DBUS_HAVE_AFBUS
+
+/* name -> dbus_uint64_t *, never shrinks: addresses are not reused. */
+static DBusHashTable *name_addrs = NULL;
+static dbus_uint64_t next_name_client = 1;
+
+static dbus_bool_t
+connection_afbus_fd (DBusConnection *connection,
+                     int            *fd_p,
+                     dbus_uint64_t  *addr_p)
+{
+  struct sockaddr_bus sa;
+  socklen_t len = sizeof (sa);
+  int fd;
+
+  if (connection == NULL || !dbus_connection_get_socket (connection, &fd))
+    return FALSE;
+
+  if (getpeername (fd, (struct sockaddr *) &sa, &len) < 0 ||
+      sa.sbus_family != AF_BUS)
+    return FALSE;
+
+  *fd_p = fd;
+  if (addr_p != NULL)
+    *addr_p = sa.sbus_addr.s_addr;
+  return TRUE;
+}
+
+dbus_bool_t
+bus_afbus_connection_is_afbus (DBusConnection *connection)
+{
+  int fd;
+
+  return connection_afbus_fd (connection, &fd, NULL);
+}
+
+dbus_bool_t
+bus_afbus_unique_name (DBusConnection *connection,
+                       DBusString     *name,
+                       DBusError      *error)
+{
+  dbus_uint64_t addr;
+  int fd;
+
+  if (!connection_afbus_fd (connection, &fd, &addr))
+    {
+      dbus_set_error (error, DBUS_ERROR_DISCONNECTED,
+                      "AF_BUS client is gone");
+      return FALSE;
+    }
+
+  if (!_dbus_afbus_unique_name_from_addr (addr, name))
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+
+  return TRUE;
+}
+
+dbus_bool_t
+bus_afbus_join (DBusConnection *connection,
+                DBusError      *error)
+{
+  int fd;
+
+  if (!connection_afbus_fd (connection, &fd, NULL))
+    return TRUE;
+
+  if (setsockopt (fd, SOL_BUS, BUS_JOIN_BUS, NULL, 0) < 0 && errno != EALREADY)
+    {
+      dbus_set_error (error, _dbus_error_from_errno (errno),
+                      "Could not join the client to the bus: %s",
+                      _dbus_strerror (errno));
+      return FALSE;
+    }
+
+  _dbus_verbose ("joined %s to the bus\n", bus_connection_get_name (connection));
+  return TRUE;
+}
+
+/* The address of a well-known name, allocated on first use. */
+static dbus_bool_t
+name_addr (const char    *name,
+           dbus_bool_t    create,
+           dbus_uint64_t *addr)
+{
+  dbus_uint64_t *value;
+  char *key;
+
+  if (name_addrs == NULL)
+    {
+      if (!create)
+        return FALSE;
+      name_addrs = _dbus_hash_table_new (DBUS_HASH_STRING, dbus_free, dbus_free);
+      if (name_addrs == NULL)
+        return FALSE;
+    }
+
+  value = _dbus_hash_table_lookup_string (name_addrs, name);
+  if (value != NULL)
+    {
+      *addr = *value;
+      return TRUE;
+    }
+
+  if (!create || next_name_client >= BUS_CLIENT_MASK)
+    return FALSE;
+
+  key = _dbus_strdup (name);
+  value = dbus_new (dbus_uint64_t, 1);
+  if (key == NULL || value == NULL ||
+      !_dbus_hash_table_insert_string (name_addrs, key, value))
+    {
+      dbus_free (key);
+      dbus_free (value);
+      return FALSE;
+    }
+
+  *value = (DBUS_AFBUS_NAME_PREFIX << BUS_PREFIX_SHIFT) | next_name_client++;
+  *addr = *value;
+  return TRUE;
+}
+
+static DBusConnection *
+lookup_owner (BusTransaction *transaction,
+              const char     *unique_name)
+{
+  BusRegistry *registry;
+  BusService *service;
+  DBusString str;
+
+  if (unique_name == NULL || unique_name[0] == '\0')
+    return NULL;
+
+  registry = bus_context_get_registry (bus_transaction_get_context (transaction));
+  _dbus_string_init_const (&str, unique_name);
+  service = bus_registry_lookup (registry, &str);
+  if (service == NULL)
+    return NULL;
+
+  return bus_service_get_primary_owners_connection (service);
+}
+
+static dbus_bool_t
+set_addr (DBusConnection *connection,
+          int             option,
+          dbus_uint64_t   addr,
+          DBusError      *error)
+{
+  struct bus_addr ba;
+  int fd;
+
+  if (!connection_afbus_fd (connection, &fd, NULL))
+    return TRUE;
+
+  ba.s_addr = addr;
+  if (setsockopt (fd, SOL_BUS, option, &ba, sizeof (ba)) < 0)
+    {
+      /* The client may be going away under us: its addresses go too. */
+      if (errno == ENOTCONN)
+        return TRUE;
+
+      dbus_set_error (error, _dbus_error_from_errno (errno),
+                      "Could not %s AF_BUS address %016" PRIx64
+                      " for %s: %s",
+                      option == BUS_ADD_ADDR ? "add" : "remove", addr,
+                      bus_connection_get_name (connection),
+                      _dbus_strerror (errno));
+      return FALSE;
+    }
+
+  _dbus_verbose ("%s %016" PRIx64 " %s %s\n",
+                 option == BUS_ADD_ADDR ? "added" : "removed", addr,
+                 option == BUS_ADD_ADDR ? "to" : "from",
+                 bus_connection_get_name (connection));
+  return TRUE;
+}
+
+dbus_bool_t
+bus_afbus_name_owner_changed (BusTransaction *transaction,
+                              const char     *name,
+                              const char     *old_owner,
+                              const char     *new_owner,
+                              DBusError      *error)
+{
+  DBusConnection *old_conn, *new_conn;
+  dbus_uint64_t addr;
+
+  if (name[0] == ':')
+    return TRUE;
+
+  old_conn = lookup_owner (transaction, old_owner);
+  new_conn = lookup_owner (transaction, new_owner);
+
+  if (!bus_afbus_connection_is_afbus (new_conn))
+    new_conn = NULL;
+
+  if (!name_addr (name, new_conn != NULL, &addr))
+    {
+      if (new_conn != NULL)
+        {
+          BUS_SET_OOM (error);
+          return FALSE;
+        }
+      return TRUE;      /* never had an AF_BUS owner: no address */
+    }
+
+  if (old_conn != NULL)
+    {
+      DBusError tmp_error = DBUS_ERROR_INIT;
+
+      /* EADDRNOTAVAIL: the old owner was not an AF_BUS client. */
+      if (!set_addr (old_conn, BUS_DEL_ADDR, addr, &tmp_error))
+        {
+          _dbus_verbose ("%s\n", tmp_error.message);
+          dbus_error_free (&tmp_error);
+        }
+    }
+
+  if (new_conn != NULL)
+    return set_addr (new_conn, BUS_ADD_ADDR, addr, error);
+
+  return TRUE;
+}
+
+dbus_bool_t
+bus_afbus_send_forwarded (BusTransaction *transaction,
+                          DBusConnection *sender,
+                          const char     *name,
+                          DBusError      *error)
+{
+  BusRegistry *registry;
+  BusService *service;
+  DBusMessage *message;
+  DBusString str;
+  dbus_uint64_t addr = 0;
+  dbus_bool_t ok;
+
+  if (name == NULL || name[0] == ':' || strcmp (name, DBUS_SERVICE_DBUS) == 0 ||
+      !bus_afbus_connection_is_afbus (sender))
+    return TRUE;
+
+  registry = bus_context_get_registry (bus_transaction_get_context (transaction));
+  _dbus_string_init_const (&str, name);
+  service = bus_registry_lookup (registry, &str);
+  if (service == NULL ||
+      !bus_afbus_connection_is_afbus (bus_service_get_primary_owners_connection (service)) ||
+      !name_addr (name, FALSE, &addr))
+    addr = 0;
+
+  message = dbus_message_new_signal (DBUS_PATH_DBUS, DBUS_INTERFACE_AFBUS,
+                                     "Forwarded");
+  if (message == NULL)
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+
+  ok = dbus_message_append_args (message,
+                                 DBUS_TYPE_STRING, &name,
+                                 DBUS_TYPE_UINT64, &addr,
+                                 DBUS_TYPE_INVALID) &&
+       bus_transaction_send_from_driver (transaction, sender, message);
+  dbus_message_unref (message);
+
+  if (!ok)
+    BUS_SET_OOM (error);
+
+  return ok;
+}
+
+
+#else /* !DBUS_HAVE_AFBUS */
+
+dbus_bool_t
+bus_afbus_connection_is_afbus (DBusConnection *connection)
+{
+  return FALSE;
+}
+
+dbus_bool_t
+bus_afbus_unique_name (DBusConnection *connection,
+                       DBusString     *name,
+                       DBusError      *error)
+{
+  dbus_set_error (error, DBUS_ERROR_NOT_SUPPORTED, "no AF_BUS");
+  return FALSE;
+}
+
+dbus_bool_t
+bus_afbus_join (DBusConnection *connection,
+                DBusError      *error)
+{
+  return TRUE;
+}
+
+dbus_bool_t
+bus_afbus_name_owner_changed (BusTransaction *transaction,
+                              const char     *name,
+                              const char     *old_owner,
+                              const char     *new_owner,
+                              DBusError      *error)
+{
+  return TRUE;
+}
+
+dbus_bool_t
+bus_afbus_send_forwarded (BusTransaction *transaction,
+                          DBusConnection *sender,
+                          const char     *name,
+                          DBusError      *error)
+{
+  return TRUE;
+}
+
+
+#endif /* DBUS_HAVE_AFBUS */

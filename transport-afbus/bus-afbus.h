@@ -1,0 +1,41 @@
+/* -*- mode: C; c-file-style: "gnu"; indent-tabs-mode: nil; -*- */
+/* bus-afbus.h  dbus-daemon as the AF_BUS bus master
+ *
+ * SPDX-License-Identifier: AFL-2.1 OR GPL-2.0-or-later
+ *
+ * Licensed under the Academic Free License version 2.1
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 2 of the License, or
+ * (at your option) any later version.
+ *
+ * This program is distributed in the hope that it will be useful,
+ * but WITHOUT ANY WARRANTY; without even the implied warranty of
+ * MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+ * GNU General Public License for more details.
+ */
+#ifndef BUS_AFBUS_H
+#define BUS_AFBUS_H
+
+#include <dbus/dbus.h>
+#include <dbus/dbus-string.h>
+#include "connection.h"
+
+dbus_bool_t bus_afbus_connection_is_afbus (DBusConnection *connection);
+dbus_bool_t bus_afbus_unique_name         (DBusConnection *connection,
+                                           DBusString     *name,
+                                           DBusError      *error);
+dbus_bool_t bus_afbus_join                (DBusConnection *connection,
+                                           DBusError      *error);
+dbus_bool_t bus_afbus_name_owner_changed  (BusTransaction *transaction,
+                                           const char     *name,
+                                           const char     *old_owner,
+                                           const char     *new_owner,
+                                           DBusError      *error);
+dbus_bool_t bus_afbus_send_forwarded      (BusTransaction *transaction,
+                                           DBusConnection *sender,
+                                           const char     *name,
+                                           DBusError      *error);
+
+#endif /* BUS_AFBUS_H */

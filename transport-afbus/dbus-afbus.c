@@ -1,0 +1,348 @@
+/* -*- mode: C; c-file-style: "gnu"; indent-tabs-mode: nil; -*- */
+/* dbus-afbus.c  AF_BUS addresses, names and the well-known name cache
+ *
+ * SPDX-License-Identifier: AFL-2.1 OR GPL-2.0-or-later
+ *
+ * Licensed under the Academic Free License version 2.1
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 2 of the License, or
+ * (at your option) any later version.
+ *
+ * This program is distributed in the hope that it will be useful,
+ * but WITHOUT ANY WARRANTY; without even the implied warranty of
+ * MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+ * GNU General Public License for more details.
+ */
+
+#include <config.h>
+#include "dbus-afbus.h"
+
+#ifdef DBUS_HAVE_AFBUS
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "dbus-file.h"
+#include "dbus-protocol.h"
+
+/**
+ * @defgroup DBusAfbus AF_BUS addressing
+ * @ingroup  DBusInternals
+ * @brief Mapping between D-Bus names and AF_BUS addresses
+ *
+ * A client's kernel-given address 0000/0000deadbeef is the unique name
+ * ":0.deadbeef" (lower-case hexadecimal, no leading zeroes).  dbus-daemon
+ * gives other unique names to clients of other transports, never in
+ * ":0.", so the two cannot collide.  Well-known names get addresses in
+ * prefix 0001 from the daemon, which tells clients about them with the
+ * org.freedesktop.DBus.AF_BUS.Forwarded signal; clients remember the
+ * last #DBUS_AFBUS_NAME_CACHE_SIZE of them.
+ *
+ * @{
+ */
+
+/**
+ * Appends the unique name of the AF_BUS client address @p addr to
+ * @p name.
+ *
+ * @param addr a prefix-0 address other than the master's
+ * @param name the string to append to
+ * @returns #FALSE if no memory
+ */
+dbus_bool_t
+_dbus_afbus_unique_name_from_addr (dbus_uint64_t  addr,
+                                   DBusString    *name)
+{
+  char buf[32];
+
+  _dbus_assert ((addr & BUS_PREFIX_MASK) == 0);
+  _dbus_assert (addr != DBUS_AFBUS_MASTER);
+
+  snprintf (buf, sizeof (buf), ":0.%" PRIx64, addr);
+  return _dbus_string_append (name, buf);
+}
+
+/**
+ * Parses a unique name of the form ":0.HEX" into the address of its
+ * AF_BUS client.  Names in any other form (other transports' clients,
+ * leading zeroes, upper case) are not AF_BUS addresses.
+ *
+ * @param name a bus name
+ * @param addr returns the address
+ * @returns #TRUE if @p name is the unique name of an AF_BUS client
+ */
+dbus_bool_t
+_dbus_afbus_addr_from_unique_name (const char    *name,
+                                   dbus_uint64_t *addr)
+{
+  dbus_uint64_t value = 0;
+  const char *p;
+
+  if (strncmp (name, ":0.", 3) != 0)
+    return FALSE;
+
+  p = name + 3;
+  if (*p == '\0' || *p == '0' || strlen (p) > 12)
+    return FALSE;
+
+  for (; *p != '\0'; p++)
+    {
+      int digit;
+
+      if (*p >= '0' && *p <= '9')
+        digit = *p - '0';
+      else if (*p >= 'a' && *p <= 'f')
+        digit = *p - 'a' + 10;
+      else
+        return FALSE;
+
+      value = (value << 4) | (dbus_uint64_t) digit;
+    }
+
+  if (value == BUS_CLIENT_MASK)
+    return FALSE;
+
+  *addr = value;
+  return TRUE;
+}
+
+/**
+ * Fills in the address { AF_BUS, 0, path } of a bus.
+ *
+ * @param path the filesystem path of the bus
+ * @param sa the address to fill in
+ * @param len returns its length
+ * @param error set to DBUS_ERROR_BAD_ADDRESS if the path does not fit
+ * @returns #FALSE on error
+ */
+dbus_bool_t
+_dbus_afbus_sockaddr_for_path (const char          *path,
+                               struct sockaddr_bus *sa,
+                               socklen_t           *len,
+                               DBusError           *error)
+{
+  size_t path_len = strlen (path);
+
+  if (path_len == 0 || path_len >= BUS_PATH_MAX)
+    {
+      dbus_set_error (error, DBUS_ERROR_BAD_ADDRESS,
+                      "AF_BUS path \"%s\" must have 1 to %d bytes",
+                      path, BUS_PATH_MAX - 1);
+      return FALSE;
+    }
+
+  memset (sa, 0, sizeof (*sa));
+  sa->sbus_family = AF_BUS;
+  sa->sbus_addr.s_addr = 0;
+  memcpy (sa->sbus_path, path, path_len + 1);
+  *len = DBUS_AFBUS_SOCKADDR_NO_PATH + path_len + 1;
+  return TRUE;
+}
+
+/**
+ * Reads the path of a bus from the file the daemon wrote it to
+ * (afbus:file=...): the path, optionally followed by a newline.
+ *
+ * @param file the file
+ * @param path initialized string that receives the path
+ * @param error set on failure
+ * @returns #FALSE on error
+ */
+dbus_bool_t
+_dbus_afbus_read_path_file (const char *file,
+                            DBusString *path,
+                            DBusError  *error)
+{
+  DBusString filename;
+  int len;
+
+  _dbus_string_init_const (&filename, file);
+  if (!_dbus_file_get_contents (path, &filename, error))
+    return FALSE;
+
+  len = _dbus_string_get_length (path);
+  if (len > 0 && _dbus_string_get_byte (path, len - 1) == '\n')
+    _dbus_string_set_length (path, len - 1);
+
+  if (_dbus_string_get_length (path) == 0 ||
+      _dbus_string_find (path, 0, "\n", NULL) ||
+      strlen (_dbus_string_get_const_data (path)) !=
+      (size_t) _dbus_string_get_length (path))
+    {
+      dbus_set_error (error, DBUS_ERROR_BAD_ADDRESS,
+                      "\"%s\" does not hold the path of an AF_BUS bus", file);
+      return FALSE;
+    }
+
+  return TRUE;
+}
+
+typedef struct
+{
+  char *name;                   /**< well-known name, NULL if the slot is free */
+  dbus_uint64_t addr;           /**< its address, 0 if it has none (yet) */
+  int pending;                  /**< messages to it still queued at the master */
+  unsigned long last_use;       /**< LRU clock at the last use */
+} DBusAfbusNameEntry;
+
+/**
+ * The client's cache of well-known names.
+ *
+ * A message to a name goes straight to the name's address only when the
+ * daemon has told us the address and none of our earlier messages to
+ * that name still waits in the daemon: every message we send the daemon
+ * for a well-known name makes it send us exactly one Forwarded signal
+ * (with address 0 when the name has no AF_BUS address), so counting them
+ * keeps the messages to one name in order.
+ */
+struct DBusAfbusNameCache
+{
+  DBusAfbusNameEntry entries[DBUS_AFBUS_NAME_CACHE_SIZE];
+  unsigned long clock;
+};
+
+DBusAfbusNameCache *
+_dbus_afbus_name_cache_new (void)
+{
+  return dbus_new0 (DBusAfbusNameCache, 1);
+}
+
+void
+_dbus_afbus_name_cache_free (DBusAfbusNameCache *cache)
+{
+  int i;
+
+  if (cache == NULL)
+    return;
+
+  for (i = 0; i < DBUS_AFBUS_NAME_CACHE_SIZE; i++)
+    dbus_free (cache->entries[i].name);
+
+  dbus_free (cache);
+}
+
+static DBusAfbusNameEntry *
+name_cache_find (DBusAfbusNameCache *cache,
+                 const char         *name)
+{
+  int i;
+
+  for (i = 0; i < DBUS_AFBUS_NAME_CACHE_SIZE; i++)
+    {
+      DBusAfbusNameEntry *e = &cache->entries[i];
+
+      if (e->name != NULL && strcmp (e->name, name) == 0)
+        {
+          e->last_use = ++cache->clock;
+          return e;
+        }
+    }
+
+  return NULL;
+}
+
+/* Finds the entry of @name, or replaces the least recently used one. */
+static DBusAfbusNameEntry *
+name_cache_ensure (DBusAfbusNameCache *cache,
+                   const char         *name)
+{
+  DBusAfbusNameEntry *e, *victim = NULL;
+  char *copy;
+  int i;
+
+  e = name_cache_find (cache, name);
+  if (e != NULL)
+    return e;
+
+  copy = _dbus_strdup (name);
+  if (copy == NULL)
+    return NULL;
+
+  for (i = 0; i < DBUS_AFBUS_NAME_CACHE_SIZE; i++)
+    {
+      e = &cache->entries[i];
+      if (victim == NULL || e->name == NULL ||
+          (victim->name != NULL && e->last_use < victim->last_use))
+        victim = e;
+      if (e->name == NULL)
+        break;
+    }
+
+  _dbus_verbose ("AF_BUS name cache: %s replaces %s\n", name,
+                 victim->name ? victim->name : "(free slot)");
+  dbus_free (victim->name);
+  victim->name = copy;
+  victim->addr = 0;
+  victim->pending = 0;
+  victim->last_use = ++cache->clock;
+  return victim;
+}
+
+/**
+ * Looks up where to send a message for a well-known name.
+ *
+ * @returns #TRUE with @p addr set if it may go straight to the owner,
+ *   #FALSE if it must go to the master
+ */
+dbus_bool_t
+_dbus_afbus_name_cache_lookup (DBusAfbusNameCache *cache,
+                               const char         *name,
+                               dbus_uint64_t      *addr)
+{
+  DBusAfbusNameEntry *e = name_cache_find (cache, name);
+
+  if (e == NULL || e->addr == 0 || e->pending > 0)
+    return FALSE;
+
+  *addr = e->addr;
+  return TRUE;
+}
+
+/**
+ * Records that a message for @p name went to the master.
+ *
+ * @returns #FALSE if no memory
+ */
+dbus_bool_t
+_dbus_afbus_name_cache_sent_to_master (DBusAfbusNameCache *cache,
+                                       const char         *name)
+{
+  DBusAfbusNameEntry *e = name_cache_ensure (cache, name);
+
+  if (e == NULL)
+    return FALSE;
+
+  e->pending++;
+  return TRUE;
+}
+
+/**
+ * Records a Forwarded signal: the master handled one of our messages for
+ * @p name, which now lives at @p addr (0: no AF_BUS address).
+ *
+ * @returns #FALSE if no memory
+ */
+dbus_bool_t
+_dbus_afbus_name_cache_forwarded (DBusAfbusNameCache *cache,
+                                  const char         *name,
+                                  dbus_uint64_t       addr)
+{
+  DBusAfbusNameEntry *e = name_cache_ensure (cache, name);
+
+  if (e == NULL)
+    return FALSE;
+
+  if (e->pending > 0)
+    e->pending--;
+
+  e->addr = addr;
+  _dbus_verbose ("AF_BUS name cache: %s is at %016" PRIx64 ","
+                 " %d message(s) still at the master\n", name, addr, e->pending);
+  return TRUE;
+}
+
+/** @} */
+
+#endif /* DBUS_HAVE_AFBUS */

@@ -1,0 +1,513 @@
+/* -*- mode: C; c-file-style: "gnu"; indent-tabs-mode: nil; -*- */
+/* dbus-server-afbus.c  AF_BUS subclass of DBusServer
+ *
+ * SPDX-License-Identifier: AFL-2.1 OR GPL-2.0-or-later
+ *
+ * Licensed under the Academic Free License version 2.1
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 2 of the License, or
+ * (at your option) any later version.
+ *
+ * This program is distributed in the hope that it will be useful,
+ * but WITHOUT ANY WARRANTY; without even the implied warranty of
+ * MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+ * GNU General Public License for more details.
+ */
+
+#include <config.h>
+#include "dbus-internals.h"
+#include "dbus-server-afbus.h"
+#include "dbus-afbus.h"
+
+#ifdef DBUS_HAVE_AFBUS
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "dbus-address.h"
+#include "dbus-connection-internal.h"
+#include "dbus-file.h"
+#include "dbus-sysdeps-unix.h"
+#include "dbus-transport-afbus.h"
+#include "dbus-watch.h"
+
+/**
+ * @defgroup DBusServerAfbus DBusServer implementation for AF_BUS
+ * @ingroup  DBusInternals
+ * @brief Implementation details of DBusServer on AF_BUS
+ *
+ * The server binds { AF_BUS, 0, path } and so becomes the bus master.
+ * Every accepted socket becomes a connection like any other; what makes
+ * the daemon a master (joining clients to the bus, giving well-known
+ * names addresses) is in bus/afbus.c.
+ *
+ * Listening addresses:
+ * - afbus: a fresh path in $XDG_RUNTIME_DIR (else the session socket
+ *   directory), advertised as afbus:path=...,guid=...
+ * - afbus:path=PATH binds PATH (a stale socket there is removed first,
+ *   as for unix:path=)
+ * - afbus:file=FILE does as afbus: and writes the path, and a newline,
+ *   into FILE (mode 0644), from which clients connecting to
+ *   afbus:file=FILE read it.  Both are removed when the server goes.
+ *
+ * @{
+ */
+
+typedef struct DBusServerAfbus DBusServerAfbus;
+
+/**
+ * Implementation details of DBusServerAfbus. All members are private.
+ */
+struct DBusServerAfbus
+{
+  DBusServer base;   /**< Parent instance */
+  DBusSocket fd;     /**< The bound, listening socket */
+  DBusWatch *watch;  /**< Watch on it */
+  char *path;        /**< Path of the bus, removed on disconnect */
+  char *file;        /**< File the path was written to, or NULL */
+};
+
+static void
+afbus_finalize (DBusServer *server)
+{
+  DBusServerAfbus *afbus_server = (DBusServerAfbus *) server;
+
+  _dbus_server_finalize_base (server);
+
+  if (afbus_server->watch)
+    {
+      _dbus_watch_unref (afbus_server->watch);
+      afbus_server->watch = NULL;
+    }
+
+  dbus_free (afbus_server->path);
+  dbus_free (afbus_server->file);
+  dbus_free (server);
+}
+
+/* Return value is just for memory, not other failures. */
+static dbus_bool_t
+handle_new_client_fd_and_unlock (DBusServer *server,
+                                 DBusSocket  client_fd)
+{
+  DBusConnection *connection;
+  DBusTransport *transport;
+  DBusNewConnectionFunction new_connection_function;
+  void *new_connection_data;
+
+  HAVE_LOCK_CHECK (server);
+
+  transport = _dbus_transport_new_for_afbus (client_fd, &server->guid_hex, NULL);
+  if (transport == NULL)
+    {
+      _dbus_close_socket (client_fd, NULL);
+      SERVER_UNLOCK (server);
+      return FALSE;
+    }
+
+  if (!_dbus_transport_set_auth_mechanisms (transport,
+                                            (const char **) server->auth_mechanisms))
+    {
+      _dbus_transport_unref (transport);
+      SERVER_UNLOCK (server);
+      return FALSE;
+    }
+
+  connection = _dbus_connection_new_for_transport (transport);
+  _dbus_transport_unref (transport);
+
+  if (connection == NULL)
+    {
+      SERVER_UNLOCK (server);
+      return FALSE;
+    }
+
+  new_connection_function = server->new_connection_function;
+  new_connection_data = server->new_connection_data;
+
+  _dbus_server_ref_unlocked (server);
+  SERVER_UNLOCK (server);
+
+  if (new_connection_function)
+    (* new_connection_function) (server, connection, new_connection_data);
+  dbus_server_unref (server);
+
+  /* If no one grabbed a reference, the connection will die. */
+  _dbus_connection_close_if_only_one_ref (connection);
+  dbus_connection_unref (connection);
+
+  return TRUE;
+}
+
+static dbus_bool_t
+afbus_handle_watch (DBusWatch    *watch,
+                    unsigned int  flags,
+                    void         *data)
+{
+  DBusServer *server = data;
+  DBusServerAfbus *afbus_server = data;
+
+  SERVER_LOCK (server);
+
+  _dbus_assert (watch == afbus_server->watch);
+
+  if (flags & DBUS_WATCH_READABLE)
+    {
+      DBusSocket client_fd;
+
+      client_fd.fd = accept4 (afbus_server->fd.fd, NULL, NULL,
+                              SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+      if (client_fd.fd < 0)
+        {
+          if (_dbus_get_is_errno_eagain_or_ewouldblock (errno) || errno == EINTR)
+            _dbus_verbose ("No client available to accept after all\n");
+          else
+            _dbus_verbose ("Failed to accept a client connection: %s\n",
+                           _dbus_strerror (errno));
+          SERVER_UNLOCK (server);
+        }
+      else if (!handle_new_client_fd_and_unlock (server, client_fd))
+        _dbus_verbose ("Rejected client connection due to lack of memory\n");
+    }
+  else
+    {
+      SERVER_UNLOCK (server);
+    }
+
+  if (flags & (DBUS_WATCH_ERROR | DBUS_WATCH_HANGUP))
+    _dbus_verbose ("Error or hangup on the AF_BUS listening socket\n");
+
+  return TRUE;
+}
+
+static void
+afbus_disconnect (DBusServer *server)
+{
+  DBusServerAfbus *afbus_server = (DBusServerAfbus *) server;
+
+  HAVE_LOCK_CHECK (server);
+
+  if (afbus_server->watch)
+    {
+      _dbus_server_remove_watch (server, afbus_server->watch);
+      _dbus_watch_invalidate (afbus_server->watch);
+      _dbus_watch_unref (afbus_server->watch);
+      afbus_server->watch = NULL;
+    }
+
+  if (_dbus_socket_is_valid (afbus_server->fd))
+    {
+      _dbus_close_socket (afbus_server->fd, NULL);
+      _dbus_socket_invalidate (&afbus_server->fd);
+    }
+
+  if (afbus_server->path != NULL)
+    unlink (afbus_server->path);
+
+  if (afbus_server->file != NULL)
+    unlink (afbus_server->file);
+
+  if (server->published_address)
+    _dbus_daemon_unpublish_session_bus_address ();
+}
+
+static const DBusServerVTable afbus_vtable = {
+  afbus_finalize,
+  afbus_disconnect
+};
+
+/* Binds and listens on @path; a stale socket inode there goes first. */
+static DBusSocket
+listen_afbus (const char *path,
+              DBusError  *error)
+{
+  DBusSocket fd = DBUS_SOCKET_INIT;
+  struct sockaddr_bus sa;
+  struct stat st;
+  socklen_t len;
+  int saved_errno;
+
+  if (!_dbus_afbus_sockaddr_for_path (path, &sa, &len, error))
+    return fd;
+
+  fd.fd = socket (AF_BUS, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                  BUS_PROTO_DBUS);
+  if (fd.fd < 0)
+    {
+      saved_errno = errno;
+      dbus_set_error (error,
+                      saved_errno == EAFNOSUPPORT ? DBUS_ERROR_NOT_SUPPORTED :
+                      _dbus_error_from_errno (saved_errno),
+                      "Failed to create an AF_BUS socket: %s%s",
+                      _dbus_strerror (saved_errno),
+                      saved_errno == EAFNOSUPPORT ?
+                      " (the kernel has no AF_BUS)" : "");
+      _dbus_socket_invalidate (&fd);
+      return fd;
+    }
+
+  if (stat (path, &st) == 0 && S_ISSOCK (st.st_mode))
+    unlink (path);
+
+  if (bind (fd.fd, (struct sockaddr *) &sa, len) < 0 ||
+      listen (fd.fd, SOMAXCONN) < 0)
+    {
+      saved_errno = errno;
+      dbus_set_error (error, _dbus_error_from_errno (saved_errno),
+                      "Failed to bind AF_BUS bus \"%s\": %s",
+                      path, _dbus_strerror (saved_errno));
+      _dbus_close_socket (fd, NULL);
+      _dbus_socket_invalidate (&fd);
+    }
+
+  return fd;
+}
+
+/* A fresh path for a bus: DIR/dbus-afbus-XXXXXXXXXX. */
+static dbus_bool_t
+fresh_bus_path (DBusString *path,
+                DBusError  *error)
+{
+  const char *dir = _dbus_getenv ("XDG_RUNTIME_DIR");
+  DBusString dir_str, filename;
+  dbus_bool_t ok;
+
+  if (dir == NULL)
+    dir = DBUS_SESSION_SOCKET_DIR;
+
+  if (!_dbus_string_init (&filename))
+    {
+      _DBUS_SET_OOM (error);
+      return FALSE;
+    }
+
+  _dbus_string_init_const (&dir_str, dir);
+  ok = _dbus_string_append (&filename, "dbus-afbus-") &&
+       _dbus_generate_random_ascii (&filename, 10, error);
+  if (ok)
+    ok = _dbus_string_copy (&dir_str, 0, path, 0) &&
+         _dbus_concat_dir_and_file (path, &filename);
+
+  if (!ok && !dbus_error_is_set (error))
+    _DBUS_SET_OOM (error);
+
+  _dbus_string_free (&filename);
+  return ok;
+}
+
+static DBusServer *
+server_new_for_afbus (DBusSocket  fd,
+                      const char *path,
+                      const char *file,
+                      DBusError  *error)
+{
+  DBusServerAfbus *afbus_server;
+  DBusString address, path_str;
+
+  if (!_dbus_string_init (&address))
+    {
+      _DBUS_SET_OOM (error);
+      return NULL;
+    }
+
+  _dbus_string_init_const (&path_str, path);
+  afbus_server = dbus_new0 (DBusServerAfbus, 1);
+  if (afbus_server == NULL ||
+      !_dbus_string_append (&address, "afbus:path=") ||
+      !_dbus_address_append_escaped (&address, &path_str))
+    goto oom;
+
+  afbus_server->path = _dbus_strdup (path);
+  if (afbus_server->path == NULL)
+    goto oom;
+  if (file != NULL && (afbus_server->file = _dbus_strdup (file)) == NULL)
+    goto oom;
+
+  afbus_server->watch = _dbus_watch_new (_dbus_socket_get_pollable (fd),
+                                         DBUS_WATCH_READABLE, TRUE,
+                                         afbus_handle_watch, afbus_server,
+                                         NULL);
+  if (afbus_server->watch == NULL)
+    goto oom;
+
+  if (!_dbus_server_init_base (&afbus_server->base, &afbus_vtable,
+                               &address, error))
+    goto failed;
+
+  afbus_server->fd = fd;
+
+  SERVER_LOCK (&afbus_server->base);
+  if (!_dbus_server_add_watch (&afbus_server->base, afbus_server->watch))
+    {
+      /* The caller closes the fd and removes the files on failure. */
+      _dbus_socket_invalidate (&afbus_server->fd);
+      dbus_free (afbus_server->path);
+      afbus_server->path = NULL;
+      dbus_free (afbus_server->file);
+      afbus_server->file = NULL;
+      _dbus_watch_invalidate (afbus_server->watch);
+      _dbus_watch_unref (afbus_server->watch);
+      afbus_server->watch = NULL;
+      _dbus_server_disconnect_unlocked (&afbus_server->base);
+      SERVER_UNLOCK (&afbus_server->base);
+      _dbus_server_finalize_base (&afbus_server->base);
+      dbus_free (afbus_server);
+      _dbus_string_free (&address);
+      _DBUS_SET_OOM (error);
+      return NULL;
+    }
+  SERVER_UNLOCK (&afbus_server->base);
+
+  _dbus_string_free (&address);
+  return (DBusServer *) afbus_server;
+
+ oom:
+  _DBUS_SET_OOM (error);
+ failed:
+  if (afbus_server != NULL)
+    {
+      if (afbus_server->watch != NULL)
+        {
+          _dbus_watch_invalidate (afbus_server->watch);
+          _dbus_watch_unref (afbus_server->watch);
+        }
+      dbus_free (afbus_server->path);
+      dbus_free (afbus_server->file);
+      dbus_free (afbus_server);
+    }
+  _dbus_string_free (&address);
+  return NULL;
+}
+
+/**
+ * Tries to interpret the address entry as an AF_BUS address to listen
+ * on (afbus:, afbus:path=PATH or afbus:file=FILE).
+ *
+ * @param entry the address entry
+ * @param server_p location to store a new DBusServer, or #NULL on failure.
+ * @param error location to store rationale for failure on bad address
+ * @returns the outcome
+ */
+DBusServerListenResult
+_dbus_server_listen_afbus (DBusAddressEntry *entry,
+                           DBusServer      **server_p,
+                           DBusError        *error)
+{
+  const char *method = dbus_address_entry_get_method (entry);
+  const char *path, *file;
+  DBusString path_str, contents, file_str;
+  DBusSocket fd;
+  dbus_bool_t wrote_file = FALSE;
+
+  *server_p = NULL;
+
+  if (strcmp (method, "afbus") != 0)
+    {
+      _DBUS_ASSERT_ERROR_IS_CLEAR (error);
+      return DBUS_SERVER_LISTEN_NOT_HANDLED;
+    }
+
+  path = dbus_address_entry_get_value (entry, "path");
+  file = dbus_address_entry_get_value (entry, "file");
+
+  if (path != NULL && file != NULL)
+    {
+      _dbus_set_bad_address (error, NULL, NULL,
+                             "cannot specify both \"path\" and \"file\" in an afbus: address");
+      return DBUS_SERVER_LISTEN_BAD_ADDRESS;
+    }
+
+  if (!_dbus_string_init (&path_str))
+    {
+      _DBUS_SET_OOM (error);
+      return DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
+    }
+
+  if (path != NULL)
+    {
+      if (!_dbus_string_append (&path_str, path))
+        {
+          _DBUS_SET_OOM (error);
+          goto failed;
+        }
+    }
+  else if (!fresh_bus_path (&path_str, error))
+    goto failed;
+
+  fd = listen_afbus (_dbus_string_get_const_data (&path_str), error);
+  if (!_dbus_socket_is_valid (fd))
+    {
+      DBusServerListenResult result =
+        dbus_error_has_name (error, DBUS_ERROR_BAD_ADDRESS) ?
+        DBUS_SERVER_LISTEN_BAD_ADDRESS :
+        dbus_error_has_name (error, DBUS_ERROR_ADDRESS_IN_USE) ?
+        DBUS_SERVER_LISTEN_ADDRESS_ALREADY_USED :
+        DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
+
+      _dbus_string_free (&path_str);
+      return result;
+    }
+
+  if (file != NULL)
+    {
+      if (!_dbus_string_init (&contents))
+        {
+          _DBUS_SET_OOM (error);
+          goto failed_fd;
+        }
+
+      _dbus_string_init_const (&file_str, file);
+      if (!_dbus_string_copy (&path_str, 0, &contents, 0) ||
+          !_dbus_string_append_byte (&contents, '\n'))
+        {
+          _dbus_string_free (&contents);
+          _DBUS_SET_OOM (error);
+          goto failed_fd;
+        }
+
+      if (!_dbus_string_save_to_file (&contents, &file_str, TRUE, error))
+        {
+          _dbus_string_free (&contents);
+          goto failed_fd;
+        }
+
+      _dbus_string_free (&contents);
+      wrote_file = TRUE;
+    }
+
+  *server_p = server_new_for_afbus (fd, _dbus_string_get_const_data (&path_str),
+                                    file, error);
+  if (*server_p == NULL)
+    goto failed_fd;
+
+  _dbus_string_free (&path_str);
+  return DBUS_SERVER_LISTEN_OK;
+
+ failed_fd:
+  _dbus_close_socket (fd, NULL);
+  unlink (_dbus_string_get_const_data (&path_str));
+  if (wrote_file)
+    unlink (file);
+ failed:
+  _dbus_string_free (&path_str);
+  return DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
+}
+
+/** @} */
+
+#else /* !DBUS_HAVE_AFBUS */
+
+DBusServerListenResult
+_dbus_server_listen_afbus (DBusAddressEntry *entry,
+                           DBusServer      **server_p,
+                           DBusError        *error)
+{
+  return DBUS_SERVER_LISTEN_NOT_HANDLED;
+}
+
+#endif /* DBUS_HAVE_AFBUS */

@@ -1,0 +1,1479 @@
+/* -*- mode: C; c-file-style: "gnu"; indent-tabs-mode: nil; -*- */
+/* dbus-transport-afbus.c  AF_BUS subclass of DBusTransport
+ *
+ * SPDX-License-Identifier: AFL-2.1 OR GPL-2.0-or-later
+ *
+ * Licensed under the Academic Free License version 2.1
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 2 of the License, or
+ * (at your option) any later version.
+ *
+ * This program is distributed in the hope that it will be useful,
+ * but WITHOUT ANY WARRANTY; without even the implied warranty of
+ * MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+ * GNU General Public License for more details.
+ */
+
+#include <config.h>
+#include "dbus-internals.h"
+#include "dbus-connection-internal.h"
+#include "dbus-transport-afbus.h"
+#include "dbus-afbus.h"
+
+#ifdef DBUS_HAVE_AFBUS
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "dbus-address.h"
+#include "dbus-message-private.h"
+#include "dbus-sysdeps-unix.h"
+#include "dbus-watch.h"
+#include "dbus-credentials.h"
+
+/**
+ * @defgroup DBusTransportAfbus DBusTransport implementation for AF_BUS
+ * @ingroup  DBusInternals
+ * @brief Implementation details of DBusTransport on AF_BUS sockets
+ *
+ * An AF_BUS socket carries one D-Bus message per datagram.  Until the
+ * daemon (the bus master) has joined the client to the bus, a client
+ * can talk only to the daemon: authentication is an exchange of
+ * datagrams holding auth protocol lines with it, then Hello.  Once the
+ * Hello reply has arrived, messages to AF_BUS unique names go straight
+ * to their peer through the kernel, messages to well-known names go to
+ * the address the daemon announced with
+ * org.freedesktop.DBus.AF_BUS.Forwarded (or to the daemon, which
+ * forwards them), and everything else goes to the daemon.
+ *
+ * The same code runs the daemon's side of each client (the accepted
+ * socket), where every message simply goes to the client.
+ *
+ * @{
+ */
+
+typedef struct DBusTransportAfbus DBusTransportAfbus;
+
+/**
+ * Implementation details of DBusTransportAfbus. All members are private.
+ */
+struct DBusTransportAfbus
+{
+  DBusTransport base;                   /**< Parent instance */
+  DBusSocket fd;                        /**< The AF_BUS socket */
+  DBusWatch *read_watch;                /**< Watch for readability */
+  DBusWatch *write_watch;               /**< Watch for writability */
+
+  int max_bytes_read_per_iteration;     /**< To avoid blocking too long */
+  int max_bytes_written_per_iteration;  /**< To avoid blocking too long */
+
+  dbus_uint64_t own_addr;               /**< Client: our prefix-0 address */
+  DBusString own_name;                  /**< Client: our unique name */
+  DBusAfbusNameCache *names;            /**< Client: well-known name cache */
+  unsigned long n_dropped;              /**< Messages dropped from peers
+                                         *   that lied about their sender
+                                         *   or were not one valid message */
+};
+
+static void
+free_watches (DBusTransport *transport)
+{
+  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+
+  if (afbus_transport->read_watch)
+    {
+      if (transport->connection)
+        _dbus_connection_remove_watch_unlocked (transport->connection,
+                                                afbus_transport->read_watch);
+      _dbus_watch_invalidate (afbus_transport->read_watch);
+      _dbus_watch_unref (afbus_transport->read_watch);
+      afbus_transport->read_watch = NULL;
+    }
+
+  if (afbus_transport->write_watch)
+    {
+      if (transport->connection)
+        _dbus_connection_remove_watch_unlocked (transport->connection,
+                                                afbus_transport->write_watch);
+      _dbus_watch_invalidate (afbus_transport->write_watch);
+      _dbus_watch_unref (afbus_transport->write_watch);
+      afbus_transport->write_watch = NULL;
+    }
+}
+
+static void
+afbus_finalize (DBusTransport *transport)
+{
+  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+
+  _dbus_verbose ("dropped %lu message(s) from peers\n",
+                 afbus_transport->n_dropped);
+
+  free_watches (transport);
+  _dbus_string_free (&afbus_transport->own_name);
+  _dbus_afbus_name_cache_free (afbus_transport->names);
+  _dbus_transport_finalize_base (transport);
+  dbus_free (transport);
+}
+
+static void
+check_write_watch (DBusTransport *transport)
+{
+  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+  dbus_bool_t needed;
+
+  if (transport->connection == NULL || transport->disconnected)
+    return;
+
+  _dbus_transport_ref (transport);
+
+  if (_dbus_transport_try_to_authenticate (transport))
+    needed = _dbus_connection_has_messages_to_send_unlocked (transport->connection);
+  else if (transport->send_credentials_pending)
+    needed = TRUE;
+  else
+    {
+      DBusAuthState auth_state = _dbus_auth_do_work (transport->auth);
+
+      needed = (auth_state == DBUS_AUTH_STATE_HAVE_BYTES_TO_SEND ||
+                auth_state == DBUS_AUTH_STATE_WAITING_FOR_MEMORY);
+    }
+
+  _dbus_connection_toggle_watch_unlocked (transport->connection,
+                                          afbus_transport->write_watch,
+                                          needed);
+
+  _dbus_transport_unref (transport);
+}
+
+static void
+check_read_watch (DBusTransport *transport)
+{
+  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+  dbus_bool_t needed;
+
+  if (transport->connection == NULL || transport->disconnected)
+    return;
+
+  _dbus_transport_ref (transport);
+
+  if (_dbus_transport_try_to_authenticate (transport))
+    needed =
+      (_dbus_counter_get_size_value (transport->live_messages) < transport->max_live_messages_size) &&
+      (_dbus_counter_get_unix_fd_value (transport->live_messages) < transport->max_live_messages_unix_fds);
+  else if (transport->receive_credentials_pending)
+    needed = TRUE;
+  else
+    {
+      DBusAuthState auth_state = _dbus_auth_do_work (transport->auth);
+
+      needed = (auth_state == DBUS_AUTH_STATE_WAITING_FOR_INPUT ||
+                auth_state == DBUS_AUTH_STATE_WAITING_FOR_MEMORY ||
+                auth_state == DBUS_AUTH_STATE_AUTHENTICATED);
+    }
+
+  _dbus_connection_toggle_watch_unlocked (transport->connection,
+                                          afbus_transport->read_watch,
+                                          needed);
+
+  _dbus_transport_unref (transport);
+}
+
+static void
+do_io_error (DBusTransport *transport)
+{
+  _dbus_transport_ref (transport);
+  _dbus_transport_disconnect (transport);
+  _dbus_transport_unref (transport);
+}
+
+/*
+ * Receives one datagram, appending it to @buffer.  Unix fds that came
+ * with it go to @fds (at most *n_fds of them; *n_fds returns how many),
+ * the sender's address to *source.  Returns the length of the datagram,
+ * 0 at end of file, or -1 with errno set.
+ */
+static int
+recv_datagram (DBusTransportAfbus *afbus_transport,
+               DBusString         *buffer,
+               int                *fds,
+               unsigned int       *n_fds,
+               dbus_uint64_t      *source)
+{
+  struct sockaddr_bus sa;
+  struct msghdr msg;
+  struct iovec iov;
+  union {
+    struct cmsghdr hdr;
+    char buf[CMSG_SPACE (sizeof (int) * DBUS_DEFAULT_MESSAGE_UNIX_FDS)];
+  } cmsgbuf;
+  struct cmsghdr *cm;
+  unsigned int max_fds = (n_fds != NULL) ? *n_fds : 0;
+  unsigned int got_fds = 0;
+  int start, len, bytes;
+
+  if (n_fds != NULL)
+    *n_fds = 0;
+
+  /* The size of the next message, without taking it. */
+ again_peek:
+  len = recv (afbus_transport->fd.fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+  if (len < 0 && errno == EINTR)
+    goto again_peek;
+  if (len <= 0)
+    return len;
+
+  start = _dbus_string_get_length (buffer);
+  if (!_dbus_string_lengthen (buffer, len))
+    {
+      errno = ENOMEM;
+      return -1;
+    }
+
+  iov.iov_base = _dbus_string_get_data_len (buffer, start, len);
+  iov.iov_len = len;
+
+  _DBUS_ZERO (msg);
+  _DBUS_ZERO (sa);
+  msg.msg_name = &sa;
+  msg.msg_namelen = sizeof (sa);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (max_fds > 0)
+    {
+      if (max_fds > DBUS_DEFAULT_MESSAGE_UNIX_FDS)
+        max_fds = DBUS_DEFAULT_MESSAGE_UNIX_FDS;
+      _DBUS_ZERO (cmsgbuf);
+      msg.msg_control = cmsgbuf.buf;
+      msg.msg_controllen = CMSG_SPACE (sizeof (int) * max_fds);
+    }
+
+ again:
+  bytes = recvmsg (afbus_transport->fd.fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (bytes < 0 && errno == EINTR)
+    goto again;
+
+  if (bytes < 0)
+    {
+      int saved_errno = errno;
+
+      _dbus_string_set_length (buffer, start);
+      errno = saved_errno;
+      return -1;
+    }
+
+  for (cm = CMSG_FIRSTHDR (&msg); cm != NULL; cm = CMSG_NXTHDR (&msg, cm))
+    {
+      if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+        {
+          unsigned int i, n = (cm->cmsg_len - CMSG_LEN (0)) / sizeof (int);
+          int *cfds = (int *) (void *) CMSG_DATA (cm);
+
+          for (i = 0; i < n; i++)
+            {
+              if (got_fds < max_fds)
+                fds[got_fds++] = cfds[i];
+              else
+                _dbus_close (cfds[i], NULL);
+            }
+        }
+    }
+
+  if (n_fds != NULL)
+    *n_fds = got_fds;
+
+  if (bytes != len || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+    {
+      /* Somebody else reads this socket, or the fds did not fit: the
+       * message is lost either way, and the stream of messages broken. */
+      _dbus_verbose ("AF_BUS message of %d bytes read as %d (flags 0x%x)\n",
+                     len, bytes, msg.msg_flags);
+      _dbus_string_set_length (buffer, start);
+      errno = EPROTO;
+      return -1;
+    }
+
+  *source = sa.sbus_addr.s_addr;
+  return bytes;
+}
+
+/* return value is whether we successfully read any new data. */
+static dbus_bool_t
+read_data_into_auth (DBusTransport *transport,
+                     dbus_bool_t   *oom)
+{
+  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+  DBusString *buffer;
+  dbus_uint64_t source;
+  int bytes_read;
+  int saved_errno;
+
+  *oom = FALSE;
+
+  _dbus_auth_get_buffer (transport->auth, &buffer);
+  bytes_read = recv_datagram (afbus_transport, buffer, NULL, NULL, &source);
+  saved_errno = errno;
+  _dbus_auth_return_buffer (transport->auth, buffer);
+
+  if (bytes_read > 0)
+    {
+      _dbus_verbose (" read %d bytes in auth phase\n", bytes_read);
+      return TRUE;
+    }
+  else if (bytes_read < 0)
+    {
+      if (_dbus_get_is_errno_enomem (saved_errno))
+        *oom = TRUE;
+      else if (!_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno))
+        {
+          _dbus_verbose ("Error reading from remote app: %s\n",
+                         _dbus_strerror (saved_errno));
+          do_io_error (transport);
+        }
+      return FALSE;
+    }
+  else
+    {
+      _dbus_verbose ("Disconnected from remote app\n");
+      do_io_error (transport);
+      return FALSE;
+    }
+}
+
+/* Return value is whether we successfully wrote any bytes */
+static dbus_bool_t
+write_data_from_auth (DBusTransport *transport)
+{
+  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+  const DBusString *buffer;
+  int len, bytes_written;
+
+  if (!_dbus_auth_get_bytes_to_send (transport->auth, &buffer))
+    return FALSE;
+
+  len = _dbus_string_get_length (buffer);
+
+ again:
+  bytes_written = send (afbus_transport->fd.fd,
+                        _dbus_string_get_const_data (buffer), len,
+                        MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (bytes_written < 0 && errno == EINTR)
+    goto again;
+
+  if (bytes_written > 0)
+    {
+      _dbus_auth_bytes_sent (transport->auth, bytes_written);
+      return TRUE;
+    }
+
+  if (bytes_written < 0 && !_dbus_get_is_errno_eagain_or_ewouldblock (errno))
+    {
+      _dbus_verbose ("Error writing to remote app: %s\n", _dbus_strerror (errno));
+      do_io_error (transport);
+    }
+
+  return FALSE;
+}
+
+/* FALSE on OOM */
+static dbus_bool_t
+exchange_credentials (DBusTransport *transport,
+                      dbus_bool_t    do_reading,
+                      dbus_bool_t    do_writing)
+{
+  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+  DBusError error = DBUS_ERROR_INIT;
+
+  /* The credentials byte is a datagram of its own; the daemon reads the
+   * client's credentials with SO_PEERCRED, as on AF_UNIX. */
+  if (do_writing && transport->send_credentials_pending)
+    {
+      if (_dbus_send_credentials_socket (afbus_transport->fd, &error))
+        transport->send_credentials_pending = FALSE;
+      else
+        {
+          _dbus_verbose ("Failed to write credentials: %s\n", error.message);
+          dbus_error_free (&error);
+          do_io_error (transport);
+        }
+    }
+
+  if (do_reading && transport->receive_credentials_pending)
+    {
+      if (_dbus_read_credentials_socket (afbus_transport->fd,
+                                         transport->credentials, &error))
+        transport->receive_credentials_pending = FALSE;
+      else
+        {
+          _dbus_verbose ("Failed to read credentials %s\n", error.message);
+          dbus_error_free (&error);
+          do_io_error (transport);
+        }
+    }
+
+  if (!(transport->send_credentials_pending ||
+        transport->receive_credentials_pending))
+    {
+      if (!_dbus_auth_set_credentials (transport->auth, transport->credentials))
+        return FALSE;
+    }
+
+  return TRUE;
+}
+
+static dbus_bool_t
+do_authentication (DBusTransport *transport,
+                   dbus_bool_t    do_reading,
+                   dbus_bool_t    do_writing,
+                   dbus_bool_t   *auth_completed)
+{
+  dbus_bool_t oom = FALSE;
+  dbus_bool_t orig_auth_state;
+
+  orig_auth_state = _dbus_transport_try_to_authenticate (transport);
+
+  if (orig_auth_state)
+    {
+      if (auth_completed)
+        *auth_completed = FALSE;
+      return TRUE;
+    }
+
+  _dbus_transport_ref (transport);
+
+  while (!_dbus_transport_try_to_authenticate (transport) &&
+         _dbus_transport_get_is_connected (transport))
+    {
+      if (!exchange_credentials (transport, do_reading, do_writing))
+        {
+          oom = TRUE;
+          goto out;
+        }
+
+      if (transport->send_credentials_pending ||
+          transport->receive_credentials_pending)
+        goto out;
+
+      switch (_dbus_auth_do_work (transport->auth))
+        {
+        case DBUS_AUTH_STATE_WAITING_FOR_INPUT:
+          if (!do_reading || !read_data_into_auth (transport, &oom))
+            goto out;
+          break;
+
+        case DBUS_AUTH_STATE_WAITING_FOR_MEMORY:
+          oom = TRUE;
+          goto out;
+
+        case DBUS_AUTH_STATE_HAVE_BYTES_TO_SEND:
+          if (!do_writing || !write_data_from_auth (transport))
+            goto out;
+          break;
+
+        case DBUS_AUTH_STATE_NEED_DISCONNECT:
+          _dbus_verbose (" auth state: need to disconnect\n");
+          do_io_error (transport);
+          break;
+
+        case DBUS_AUTH_STATE_AUTHENTICATED:
+          break;
+
+        case DBUS_AUTH_STATE_INVALID:
+          /* fall through */
+        default:
+          _dbus_assert_not_reached ("invalid auth state");
+        }
+    }
+
+ out:
+  if (auth_completed)
+    *auth_completed = (orig_auth_state != _dbus_transport_try_to_authenticate (transport));
+
+  check_read_watch (transport);
+  check_write_watch (transport);
+  _dbus_transport_unref (transport);
+
+  return !oom;
+}
+
+/*
+ * Where a client sends @message: the address of its destination when
+ * the kernel can take it there, else the master (address 0).
+ * *well_known is set to the destination when it is a well-known name
+ * that the master has to resolve.
+ *
+ * Signals without a destination go to the master too, which delivers
+ * them to the connections whose match rules they match: until the
+ * kernel filters multicasts by match rules (nfdbus), a multicast would
+ * wake every client on the bus for every signal.
+ */
+static dbus_uint64_t
+route_message (DBusTransportAfbus *afbus_transport,
+               DBusMessage        *message,
+               const char        **well_known)
+{
+  const char *dest = dbus_message_get_destination (message);
+  dbus_uint64_t addr;
+
+  *well_known = NULL;
+
+  if (dest == NULL || strcmp (dest, DBUS_SERVICE_DBUS) == 0)
+    return DBUS_AFBUS_MASTER;
+
+  if (dest[0] == ':')
+    {
+      /* Another transport's client: the master relays. */
+      if (_dbus_afbus_addr_from_unique_name (dest, &addr))
+        return addr;
+      return DBUS_AFBUS_MASTER;
+    }
+
+  if (_dbus_afbus_name_cache_lookup (afbus_transport->names, dest, &addr))
+    return addr;
+
+  *well_known = dest;
+  return DBUS_AFBUS_MASTER;
+}
+
+/* Sets the SENDER of an outgoing message to our own unique name, which
+ * is what the receiver checks against the address the kernel gives it. */
+static dbus_bool_t
+set_own_sender (DBusTransportAfbus *afbus_transport,
+                DBusMessage        *message)
+{
+  const char *own = _dbus_string_get_const_data (&afbus_transport->own_name);
+  const char *sender = dbus_message_get_sender (message);
+  dbus_bool_t ok;
+
+  if (sender != NULL && strcmp (sender, own) == 0)
+    return TRUE;
+
+  /* The message is locked for sending; only the header changes. */
+  message->locked = FALSE;
+  ok = dbus_message_set_sender (message, own);
+  dbus_message_lock (message);
+  return ok;
+}
+
+/*
+ * A message the kernel refused for good (its recipient is gone or shut
+ * down reading, it is too big, it carries fds the bus cannot pass).  It
+ * is dropped from the queue and, when its sender waits for a reply,
+ * answered with an error as the daemon would.  FALSE on OOM.
+ */
+static dbus_bool_t
+message_undeliverable (DBusTransport *transport,
+                       DBusMessage   *message,
+                       int            saved_errno)
+{
+  DBusMessage *reply = NULL;
+  DBusList *link;
+  const char *error_name;
+
+  _dbus_verbose ("AF_BUS: cannot send message to %s: %s\n",
+                 dbus_message_get_destination (message) ?
+                 dbus_message_get_destination (message) : "(bus)",
+                 _dbus_strerror (saved_errno));
+
+  if (dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
+      !dbus_message_get_no_reply (message))
+    {
+      switch (saved_errno)
+        {
+        case EMSGSIZE:
+          error_name = DBUS_ERROR_LIMITS_EXCEEDED;
+          break;
+        case EINVAL:
+          error_name = DBUS_ERROR_NOT_SUPPORTED;
+          break;
+        default:
+          error_name = DBUS_ERROR_NO_REPLY;
+          break;
+        }
+
+      reply = dbus_message_new_error_printf (message, error_name,
+                                             "Could not send the message to %s over AF_BUS: %s",
+                                             dbus_message_get_destination (message),
+                                             _dbus_strerror (saved_errno));
+      if (reply == NULL ||
+          !dbus_message_set_sender (reply, DBUS_SERVICE_DBUS))
+        goto oom;
+
+      link = _dbus_list_alloc_link (reply);
+      if (link == NULL)
+        goto oom;
+
+      _dbus_connection_queue_synthesized_message_link (transport->connection, link);
+    }
+
+  _dbus_connection_message_sent_unlocked (transport->connection, message);
+  return TRUE;
+
+ oom:
+  if (reply != NULL)
+    dbus_message_unref (reply);
+  return FALSE;
+}
+
+/* Sends one message as one datagram; returns the sendmsg() result. */
+static int
+send_message (DBusTransportAfbus *afbus_transport,
+              DBusMessage        *message,
+              dbus_bool_t         addressed,
+              dbus_uint64_t       dest)
+{
+  DBusTransport *transport = (DBusTransport *) afbus_transport;
+  const DBusString *header, *body;
+  struct sockaddr_bus sa;
+  struct msghdr msg;
+  struct iovec iov[2];
+  union {
+    struct cmsghdr hdr;
+    char buf[CMSG_SPACE (sizeof (int) * DBUS_DEFAULT_MESSAGE_UNIX_FDS)];
+  } cmsgbuf;
+  const int *unix_fds = NULL;
+  unsigned int n_fds = 0;
+  int bytes;
+
+  _dbus_message_get_network_data (message, &header, &body);
+
+  iov[0].iov_base = (void *) _dbus_string_get_const_data (header);
+  iov[0].iov_len = _dbus_string_get_length (header);
+  iov[1].iov_base = (void *) _dbus_string_get_const_data (body);
+  iov[1].iov_len = _dbus_string_get_length (body);
+
+  _DBUS_ZERO (msg);
+  msg.msg_iov = iov;
+  msg.msg_iovlen = 2;
+
+  if (addressed)
+    {
+      /* No path: the bus this socket is on. */
+      _DBUS_ZERO (sa);
+      sa.sbus_family = AF_BUS;
+      sa.sbus_addr.s_addr = dest;
+      msg.msg_name = &sa;
+      msg.msg_namelen = DBUS_AFBUS_SOCKADDR_NO_PATH;
+    }
+
+#ifdef HAVE_UNIX_FD_PASSING
+  if (DBUS_TRANSPORT_CAN_SEND_UNIX_FD (transport))
+    _dbus_message_get_unix_fds (message, &unix_fds, &n_fds);
+#endif
+
+  if (n_fds > DBUS_DEFAULT_MESSAGE_UNIX_FDS)
+    {
+      errno = EINVAL;
+      return -1;
+    }
+
+  if (n_fds > 0)
+    {
+      struct cmsghdr *cm;
+
+      _DBUS_ZERO (cmsgbuf);
+      msg.msg_control = cmsgbuf.buf;
+      msg.msg_controllen = CMSG_SPACE (sizeof (int) * n_fds);
+      cm = CMSG_FIRSTHDR (&msg);
+      cm->cmsg_level = SOL_SOCKET;
+      cm->cmsg_type = SCM_RIGHTS;
+      cm->cmsg_len = CMSG_LEN (sizeof (int) * n_fds);
+      memcpy (CMSG_DATA (cm), unix_fds, sizeof (int) * n_fds);
+    }
+
+ again:
+  bytes = sendmsg (afbus_transport->fd.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (bytes < 0 && errno == EINTR)
+    goto again;
+
+  return bytes;
+}
+
+/* returns false on oom */
+static dbus_bool_t
+do_writing (DBusTransport *transport)
+{
+  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+  int total = 0;
+
+  if (!_dbus_transport_try_to_authenticate (transport) ||
+      transport->disconnected)
+    return TRUE;
+
+  while (!transport->disconnected &&
+         _dbus_connection_has_messages_to_send_unlocked (transport->connection))
+    {
+      DBusMessage *message;
+      const char *well_known = NULL;
+      dbus_uint64_t dest = DBUS_AFBUS_MASTER;
+      dbus_bool_t addressed = FALSE;
+      int bytes, saved_errno;
+
+      if (total > afbus_transport->max_bytes_written_per_iteration)
+        return TRUE;
+
+      message = _dbus_connection_get_message_to_send (transport->connection);
+      _dbus_assert (message != NULL);
+      dbus_message_lock (message);
+
+      if (!transport->is_server)
+        {
+          dest = route_message (afbus_transport, message, &well_known);
+          addressed = (dest != DBUS_AFBUS_MASTER);
+          if (!set_own_sender (afbus_transport, message))
+            return FALSE;
+        }
+
+      bytes = send_message (afbus_transport, message, addressed, dest);
+      saved_errno = errno;
+
+      if (bytes >= 0)
+        {
+          _dbus_verbose (" wrote message of %d bytes to %016" PRIx64 "\n",
+                         bytes, dest);
+          total += bytes;
+
+          /* Counted before it is gone: the message owns @well_known. */
+          if (well_known != NULL &&
+              !_dbus_afbus_name_cache_sent_to_master (afbus_transport->names,
+                                                      well_known))
+            {
+              _dbus_connection_message_sent_unlocked (transport->connection,
+                                                      message);
+              return FALSE;
+            }
+
+          _dbus_connection_message_sent_unlocked (transport->connection, message);
+        }
+      else if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno) ||
+               _dbus_get_is_errno_epipe (saved_errno))
+        {
+          /* Wait for room (or, on EPIPE, for the hangup to be read). */
+          return TRUE;
+        }
+      else if (saved_errno == ECONNREFUSED || saved_errno == EHOSTUNREACH ||
+               saved_errno == EMSGSIZE || saved_errno == EINVAL ||
+               saved_errno == ETOOMANYREFS)
+        {
+          if (!message_undeliverable (transport, message, saved_errno))
+            return FALSE;
+        }
+      else if (_dbus_get_is_errno_enomem (saved_errno) || saved_errno == ENOBUFS)
+        {
+          return FALSE;
+        }
+      else
+        {
+          _dbus_verbose ("Error writing to remote app: %s\n",
+                         _dbus_strerror (saved_errno));
+          do_io_error (transport);
+          return TRUE;
+        }
+    }
+
+  return TRUE;
+}
+
+/*
+ * The client side of org.freedesktop.DBus.AF_BUS.Forwarded: the daemon
+ * tells us where a well-known name lives.  The signal is still
+ * delivered, like NameAcquired.
+ */
+static dbus_bool_t
+handle_forwarded (DBusTransportAfbus *afbus_transport,
+                  DBusMessage        *message)
+{
+  const char *name;
+  dbus_uint64_t addr;
+  DBusError error = DBUS_ERROR_INIT;
+
+  if (!dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "Forwarded") ||
+      !dbus_message_has_sender (message, DBUS_SERVICE_DBUS))
+    return TRUE;
+
+  if (!dbus_message_get_args (message, &error,
+                              DBUS_TYPE_STRING, &name,
+                              DBUS_TYPE_UINT64, &addr,
+                              DBUS_TYPE_INVALID))
+    {
+      dbus_bool_t oom = dbus_error_has_name (&error, DBUS_ERROR_NO_MEMORY);
+
+      _dbus_verbose ("bad Forwarded signal: %s\n", error.message);
+      dbus_error_free (&error);
+      return !oom;
+    }
+
+  if (addr != 0 && (addr >> BUS_PREFIX_SHIFT) == 0)
+    {
+      _dbus_verbose ("Forwarded signal with a prefix-0 address ignored\n");
+      return TRUE;
+    }
+
+  return _dbus_afbus_name_cache_forwarded (afbus_transport->names, name, addr);
+}
+
+/*
+ * Checks the message just read from @source before the connection sees
+ * it.  A datagram from another client must hold exactly one valid
+ * message whose SENDER is that client's unique name: anything else is
+ * dropped and counted, so that no peer can pose as another or as the
+ * daemon, nor break our stream of messages.  FALSE on OOM.
+ */
+static dbus_bool_t
+check_incoming (DBusTransportAfbus *afbus_transport,
+                dbus_uint64_t       source)
+{
+  DBusTransport *transport = (DBusTransport *) afbus_transport;
+  DBusMessageLoader *loader = transport->loader;
+  DBusMessage *message;
+  dbus_bool_t drop = FALSE;
+
+  if (transport->is_server)
+    return TRUE;
+
+  if (!_dbus_message_loader_queue_messages (loader))
+    return FALSE;
+
+  if (source == DBUS_AFBUS_MASTER)
+    {
+      /* The daemon is trusted like the other end of any transport. */
+      message = _dbus_message_loader_peek_message (loader);
+      if (message != NULL)
+        return handle_forwarded (afbus_transport, message);
+      return TRUE;
+    }
+
+  if (_dbus_message_loader_get_is_corrupted (loader) ||
+      _dbus_string_get_length (&loader->data) != 0 ||
+      loader->messages == NULL || loader->messages->next != loader->messages)
+    {
+      drop = TRUE;
+    }
+  else
+    {
+      DBusString expected;
+      const char *sender;
+
+      message = _dbus_message_loader_peek_message (loader);
+
+      if (!_dbus_string_init (&expected))
+        return FALSE;
+      if (!_dbus_afbus_unique_name_from_addr (source, &expected))
+        {
+          _dbus_string_free (&expected);
+          return FALSE;
+        }
+
+      sender = dbus_message_get_sender (message);
+      drop = (sender == NULL ||
+              strcmp (sender, _dbus_string_get_const_data (&expected)) != 0);
+      _dbus_string_free (&expected);
+    }
+
+  if (drop)
+    {
+      afbus_transport->n_dropped++;
+      _dbus_verbose ("dropping a datagram from %016" PRIx64 ":"
+                     " not one message from its owner (%lu dropped)\n",
+                     source, afbus_transport->n_dropped);
+
+      while ((message = _dbus_message_loader_pop_message (loader)) != NULL)
+        dbus_message_unref (message);
+
+      _dbus_string_set_length (&loader->data, 0);
+      loader->corrupted = FALSE;
+      loader->corruption_reason = DBUS_VALID;
+#ifdef HAVE_UNIX_FD_PASSING
+      while (loader->n_unix_fds > 0)
+        _dbus_close (loader->unix_fds[--loader->n_unix_fds], NULL);
+#endif
+    }
+
+  return TRUE;
+}
+
+/* returns false on out-of-memory */
+static dbus_bool_t
+do_reading (DBusTransport *transport)
+{
+  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+  int total = 0;
+
+  if (!_dbus_transport_try_to_authenticate (transport))
+    return TRUE;
+
+  for (;;)
+    {
+      DBusString *buffer;
+      int max_to_read;
+      dbus_bool_t may_read_unix_fds = TRUE;
+      int *fds = NULL;
+      unsigned int n_fds = 0;
+      dbus_uint64_t source = 0;
+      int bytes_read, saved_errno;
+
+      /* See if we've exceeded max messages and need to disable reading */
+      check_read_watch (transport);
+
+      if (total > afbus_transport->max_bytes_read_per_iteration ||
+          transport->disconnected ||
+          !dbus_watch_get_enabled (afbus_transport->read_watch))
+        return TRUE;
+
+      _dbus_message_loader_get_buffer (transport->loader, &buffer,
+                                       &max_to_read, &may_read_unix_fds);
+
+#ifdef HAVE_UNIX_FD_PASSING
+      if (DBUS_TRANSPORT_CAN_SEND_UNIX_FD (transport))
+        {
+          if (!_dbus_message_loader_get_unix_fds (transport->loader, &fds, &n_fds))
+            {
+              _dbus_message_loader_return_buffer (transport->loader, buffer);
+              return FALSE;
+            }
+        }
+#endif
+
+      bytes_read = recv_datagram (afbus_transport, buffer, fds, &n_fds, &source);
+      saved_errno = errno;
+
+#ifdef HAVE_UNIX_FD_PASSING
+      if (fds != NULL)
+        _dbus_message_loader_return_unix_fds (transport->loader, fds,
+                                              bytes_read < 0 ? 0 : n_fds);
+#endif
+      _dbus_message_loader_return_buffer (transport->loader, buffer);
+
+      if (bytes_read < 0)
+        {
+          if (_dbus_get_is_errno_enomem (saved_errno))
+            return FALSE;
+          if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno))
+            return TRUE;
+
+          _dbus_verbose ("Error reading from remote app: %s\n",
+                         _dbus_strerror (saved_errno));
+          do_io_error (transport);
+          return TRUE;
+        }
+      else if (bytes_read == 0)
+        {
+          _dbus_verbose ("Disconnected from remote app\n");
+          do_io_error (transport);
+          return TRUE;
+        }
+
+      _dbus_verbose (" read message of %d bytes from %016" PRIx64 "\n",
+                     bytes_read, source);
+      total += bytes_read;
+
+      if (!check_incoming (afbus_transport, source))
+        return FALSE;
+
+      if (!_dbus_transport_queue_messages (transport))
+        return FALSE;
+    }
+}
+
+static dbus_bool_t
+error_with_read_to_come (DBusTransportAfbus *afbus_transport,
+                         DBusWatch          *watch,
+                         unsigned int        flags)
+{
+  if (!(flags & DBUS_WATCH_HANGUP || flags & DBUS_WATCH_ERROR))
+    return FALSE;
+
+  /* If we have a read watch enabled, there may be data still to read;
+   * the hangup is handled there. */
+  if (watch != afbus_transport->read_watch &&
+      _dbus_watch_get_enabled (afbus_transport->read_watch))
+    return FALSE;
+
+  return TRUE;
+}
+
+static dbus_bool_t
+afbus_handle_watch (DBusTransport *transport,
+                    DBusWatch     *watch,
+                    unsigned int   flags)
+{
+  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+
+  _dbus_assert (watch == afbus_transport->read_watch ||
+                watch == afbus_transport->write_watch);
+
+  if (!(flags & DBUS_WATCH_READABLE) &&
+      error_with_read_to_come (afbus_transport, watch, flags))
+    {
+      _dbus_verbose ("Hang up or error on watch\n");
+      _dbus_transport_disconnect (transport);
+      return TRUE;
+    }
+
+  if (watch == afbus_transport->read_watch && (flags & DBUS_WATCH_READABLE))
+    {
+      dbus_bool_t auth_finished;
+
+      if (!do_authentication (transport, TRUE, FALSE, &auth_finished))
+        return FALSE;
+
+      /* Let the connection see the end of authentication first. */
+      if (!auth_finished && !do_reading (transport))
+        return FALSE;
+    }
+  else if (watch == afbus_transport->write_watch && (flags & DBUS_WATCH_WRITABLE))
+    {
+      if (!do_authentication (transport, FALSE, TRUE, NULL))
+        return FALSE;
+
+      if (!do_writing (transport))
+        return FALSE;
+
+      check_write_watch (transport);
+    }
+
+  return TRUE;
+}
+
+static void
+afbus_disconnect (DBusTransport *transport)
+{
+  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+
+  free_watches (transport);
+  _dbus_close_socket (afbus_transport->fd, NULL);
+  _dbus_socket_invalidate (&afbus_transport->fd);
+}
+
+static dbus_bool_t
+afbus_connection_set (DBusTransport *transport)
+{
+  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+
+  _dbus_watch_set_handler (afbus_transport->write_watch,
+                           _dbus_connection_handle_watch,
+                           transport->connection, NULL);
+  _dbus_watch_set_handler (afbus_transport->read_watch,
+                           _dbus_connection_handle_watch,
+                           transport->connection, NULL);
+
+  if (!_dbus_connection_add_watch_unlocked (transport->connection,
+                                            afbus_transport->write_watch))
+    return FALSE;
+
+  if (!_dbus_connection_add_watch_unlocked (transport->connection,
+                                            afbus_transport->read_watch))
+    {
+      _dbus_connection_remove_watch_unlocked (transport->connection,
+                                              afbus_transport->write_watch);
+      return FALSE;
+    }
+
+  check_read_watch (transport);
+  check_write_watch (transport);
+  return TRUE;
+}
+
+static void
+afbus_do_iteration (DBusTransport *transport,
+                    unsigned int   flags,
+                    int            timeout_milliseconds)
+{
+  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+  DBusPollFD poll_fd;
+  int poll_res;
+
+  poll_fd.fd = _dbus_socket_get_pollable (afbus_transport->fd);
+  poll_fd.events = 0;
+
+  if (_dbus_transport_try_to_authenticate (transport))
+    {
+      /* Try to write without polling first, as the socket transport does. */
+      if ((flags & DBUS_ITERATION_DO_WRITING) &&
+          !(flags & (DBUS_ITERATION_DO_READING | DBUS_ITERATION_BLOCK)) &&
+          !transport->disconnected &&
+          _dbus_connection_has_messages_to_send_unlocked (transport->connection))
+        {
+          do_writing (transport);
+
+          if (transport->disconnected ||
+              !_dbus_connection_has_messages_to_send_unlocked (transport->connection))
+            goto out;
+        }
+
+      if (flags & DBUS_ITERATION_DO_READING)
+        poll_fd.events |= _DBUS_POLLIN;
+      if (flags & DBUS_ITERATION_DO_WRITING)
+        poll_fd.events |= _DBUS_POLLOUT;
+    }
+  else
+    {
+      DBusAuthState auth_state = _dbus_auth_do_work (transport->auth);
+
+      if (transport->receive_credentials_pending ||
+          auth_state == DBUS_AUTH_STATE_WAITING_FOR_INPUT)
+        poll_fd.events |= _DBUS_POLLIN;
+
+      if (transport->send_credentials_pending ||
+          auth_state == DBUS_AUTH_STATE_HAVE_BYTES_TO_SEND)
+        poll_fd.events |= _DBUS_POLLOUT;
+    }
+
+  if (poll_fd.events)
+    {
+      int poll_timeout = (flags & DBUS_ITERATION_BLOCK) ? timeout_milliseconds : 0;
+      int saved_errno;
+
+      /* Drop the connection lock while blocked, as the socket transport
+       * does; the io path is still ours. */
+      if (flags & DBUS_ITERATION_BLOCK)
+        _dbus_connection_unlock (transport->connection);
+
+      do
+        {
+          poll_res = _dbus_poll (&poll_fd, 1, poll_timeout);
+          saved_errno = _dbus_save_socket_errno ();
+        }
+      while (poll_res < 0 && _dbus_get_is_errno_eintr (saved_errno));
+
+      if (flags & DBUS_ITERATION_BLOCK)
+        _dbus_connection_lock (transport->connection);
+
+      if (poll_res > 0)
+        {
+          if (poll_fd.revents & _DBUS_POLLERR)
+            do_io_error (transport);
+          else
+            {
+              dbus_bool_t need_read = (poll_fd.revents & (_DBUS_POLLIN | _DBUS_POLLHUP)) != 0;
+              dbus_bool_t need_write = (poll_fd.revents & _DBUS_POLLOUT) != 0;
+              dbus_bool_t authentication_completed;
+
+              do_authentication (transport, need_read, need_write,
+                                 &authentication_completed);
+
+              if (authentication_completed)
+                goto out;
+
+              if (need_read && (flags & DBUS_ITERATION_DO_READING))
+                do_reading (transport);
+              if (need_write && (flags & DBUS_ITERATION_DO_WRITING))
+                do_writing (transport);
+            }
+        }
+      else if (poll_res < 0)
+        {
+          _dbus_verbose ("Error from _dbus_poll(): %s\n",
+                         _dbus_strerror (saved_errno));
+        }
+    }
+
+ out:
+  /* DBusConnection relies on an iteration noticing pending messages. */
+  check_write_watch (transport);
+}
+
+static void
+afbus_live_messages_changed (DBusTransport *transport)
+{
+  check_read_watch (transport);
+}
+
+static dbus_bool_t
+afbus_get_socket_fd (DBusTransport *transport,
+                     DBusSocket    *fd_p)
+{
+  *fd_p = ((DBusTransportAfbus *) transport)->fd;
+  return TRUE;
+}
+
+static const DBusTransportVTable afbus_vtable = {
+  afbus_finalize,
+  afbus_handle_watch,
+  afbus_disconnect,
+  afbus_connection_set,
+  afbus_do_iteration,
+  afbus_live_messages_changed,
+  afbus_get_socket_fd
+};
+
+/**
+ * Creates a transport for a connected or accepted AF_BUS socket, which
+ * must be nonblocking.
+ *
+ * @param fd the socket
+ * @param server_guid non-#NULL on the daemon's side (accepted socket)
+ * @param address the address connected to (client side)
+ * @returns the new transport, or #NULL if no memory
+ */
+DBusTransport *
+_dbus_transport_new_for_afbus (DBusSocket        fd,
+                               const DBusString *server_guid,
+                               const DBusString *address)
+{
+  DBusTransportAfbus *afbus_transport;
+  DBusString invalid = _DBUS_STRING_INIT_INVALID;
+
+  afbus_transport = dbus_new0 (DBusTransportAfbus, 1);
+  if (afbus_transport == NULL)
+    return NULL;
+
+  afbus_transport->own_name = invalid;
+
+  if (!_dbus_string_init (&afbus_transport->own_name))
+    goto failed;
+
+  if (server_guid == NULL)
+    {
+      struct sockaddr_bus sa;
+      socklen_t len = sizeof (sa);
+
+      if (getsockname (fd.fd, (struct sockaddr *) &sa, &len) < 0 ||
+          sa.sbus_family != AF_BUS ||
+          (sa.sbus_addr.s_addr & BUS_PREFIX_MASK) != 0 ||
+          sa.sbus_addr.s_addr == DBUS_AFBUS_MASTER)
+        {
+          _dbus_verbose ("not a connected AF_BUS client socket\n");
+          goto failed;
+        }
+
+      afbus_transport->own_addr = sa.sbus_addr.s_addr;
+      if (!_dbus_afbus_unique_name_from_addr (sa.sbus_addr.s_addr,
+                                              &afbus_transport->own_name))
+        goto failed;
+
+      afbus_transport->names = _dbus_afbus_name_cache_new ();
+      if (afbus_transport->names == NULL)
+        goto failed;
+    }
+
+  afbus_transport->write_watch = _dbus_watch_new (_dbus_socket_get_pollable (fd),
+                                                  DBUS_WATCH_WRITABLE, FALSE,
+                                                  NULL, NULL, NULL);
+  if (afbus_transport->write_watch == NULL)
+    goto failed;
+
+  afbus_transport->read_watch = _dbus_watch_new (_dbus_socket_get_pollable (fd),
+                                                 DBUS_WATCH_READABLE, FALSE,
+                                                 NULL, NULL, NULL);
+  if (afbus_transport->read_watch == NULL)
+    goto failed;
+
+  if (!_dbus_transport_init_base (&afbus_transport->base, &afbus_vtable,
+                                  server_guid, address))
+    goto failed;
+
+#ifdef HAVE_UNIX_FD_PASSING
+  _dbus_auth_set_unix_fd_possible (afbus_transport->base.auth, TRUE);
+#endif
+
+  afbus_transport->fd = fd;
+  /* Whole messages are read and written at once; this bounds how many
+   * one iteration handles before it lets others run. */
+  afbus_transport->max_bytes_read_per_iteration = 64 * 1024;
+  afbus_transport->max_bytes_written_per_iteration = 64 * 1024;
+
+  return (DBusTransport *) afbus_transport;
+
+ failed:
+  if (afbus_transport->read_watch != NULL)
+    {
+      _dbus_watch_invalidate (afbus_transport->read_watch);
+      _dbus_watch_unref (afbus_transport->read_watch);
+    }
+  if (afbus_transport->write_watch != NULL)
+    {
+      _dbus_watch_invalidate (afbus_transport->write_watch);
+      _dbus_watch_unref (afbus_transport->write_watch);
+    }
+  _dbus_afbus_name_cache_free (afbus_transport->names);
+  _dbus_string_free (&afbus_transport->own_name);
+  dbus_free (afbus_transport);
+  return NULL;
+}
+
+/*
+ * Connects to the bus at @path; returns a nonblocking socket.  A full
+ * listen backlog is waited for at most 25 seconds (the default method
+ * call timeout), so a stuck daemon gives an error and not a hang.
+ */
+static DBusSocket
+connect_afbus (const char *path,
+               DBusError  *error)
+{
+  DBusSocket fd = DBUS_SOCKET_INIT;
+  struct sockaddr_bus sa;
+  struct timeval tv = { 25, 0 };
+  socklen_t len;
+  int saved_errno;
+
+  if (!_dbus_afbus_sockaddr_for_path (path, &sa, &len, error))
+    return fd;
+
+  fd.fd = socket (AF_BUS, SOCK_SEQPACKET | SOCK_CLOEXEC, BUS_PROTO_DBUS);
+  if (fd.fd < 0)
+    {
+      saved_errno = errno;
+      dbus_set_error (error,
+                      saved_errno == EAFNOSUPPORT ? DBUS_ERROR_NOT_SUPPORTED :
+                      _dbus_error_from_errno (saved_errno),
+                      "Failed to create an AF_BUS socket: %s%s",
+                      _dbus_strerror (saved_errno),
+                      saved_errno == EAFNOSUPPORT ?
+                      " (the kernel has no AF_BUS)" : "");
+      _dbus_socket_invalidate (&fd);
+      return fd;
+    }
+
+  setsockopt (fd.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof (tv));
+
+  while (connect (fd.fd, (struct sockaddr *) &sa, len) < 0)
+    {
+      saved_errno = errno;
+      if (saved_errno == EINTR)
+        continue;
+
+      dbus_set_error (error,
+                      saved_errno == EAGAIN ? DBUS_ERROR_LIMITS_EXCEEDED :
+                      _dbus_error_from_errno (saved_errno),
+                      "Failed to connect to AF_BUS bus \"%s\": %s",
+                      path,
+                      saved_errno == EAGAIN ?
+                      "the bus does not accept connections (backlog full)" :
+                      _dbus_strerror (saved_errno));
+      _dbus_close_socket (fd, NULL);
+      _dbus_socket_invalidate (&fd);
+      return fd;
+    }
+
+  tv.tv_sec = 0;
+  setsockopt (fd.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof (tv));
+
+  if (!_dbus_set_socket_nonblocking (fd, error))
+    {
+      _dbus_close_socket (fd, NULL);
+      _dbus_socket_invalidate (&fd);
+    }
+
+  return fd;
+}
+
+/**
+ * Opens a client transport for an "afbus:" address: afbus:path=PATH
+ * connects to { AF_BUS, 0, PATH }; afbus:file=FILE reads PATH from FILE.
+ *
+ * @param entry the address entry
+ * @param transport_p return location for the transport
+ * @param error error to set
+ * @returns result of the attempt
+ */
+DBusTransportOpenResult
+_dbus_transport_open_afbus (DBusAddressEntry  *entry,
+                            DBusTransport    **transport_p,
+                            DBusError         *error)
+{
+  const char *method = dbus_address_entry_get_method (entry);
+  const char *path, *file;
+  DBusString path_str = _DBUS_STRING_INIT_INVALID;
+  DBusString address;
+  DBusSocket fd;
+
+  if (strcmp (method, "afbus") != 0)
+    {
+      _DBUS_ASSERT_ERROR_IS_CLEAR (error);
+      return DBUS_TRANSPORT_OPEN_NOT_HANDLED;
+    }
+
+  path = dbus_address_entry_get_value (entry, "path");
+  file = dbus_address_entry_get_value (entry, "file");
+
+  if ((path == NULL) == (file == NULL))
+    {
+      _dbus_set_bad_address (error, "afbus", "path or file", NULL);
+      return DBUS_TRANSPORT_OPEN_BAD_ADDRESS;
+    }
+
+  if (!_dbus_string_init (&path_str))
+    {
+      _DBUS_SET_OOM (error);
+      return DBUS_TRANSPORT_OPEN_DID_NOT_CONNECT;
+    }
+
+  if (file != NULL)
+    {
+      if (!_dbus_afbus_read_path_file (file, &path_str, error))
+        {
+          _dbus_string_free (&path_str);
+          return dbus_error_has_name (error, DBUS_ERROR_BAD_ADDRESS) ?
+            DBUS_TRANSPORT_OPEN_BAD_ADDRESS : DBUS_TRANSPORT_OPEN_DID_NOT_CONNECT;
+        }
+    }
+  else if (!_dbus_string_append (&path_str, path))
+    {
+      _dbus_string_free (&path_str);
+      _DBUS_SET_OOM (error);
+      return DBUS_TRANSPORT_OPEN_DID_NOT_CONNECT;
+    }
+
+  if (!_dbus_string_init (&address))
+    {
+      _dbus_string_free (&path_str);
+      _DBUS_SET_OOM (error);
+      return DBUS_TRANSPORT_OPEN_DID_NOT_CONNECT;
+    }
+
+  if (!_dbus_string_append (&address, "afbus:path=") ||
+      !_dbus_address_append_escaped (&address, &path_str))
+    {
+      _DBUS_SET_OOM (error);
+      goto failed;
+    }
+
+  fd = connect_afbus (_dbus_string_get_const_data (&path_str), error);
+  if (!_dbus_socket_is_valid (fd))
+    {
+      _DBUS_ASSERT_ERROR_IS_SET (error);
+      _dbus_string_free (&path_str);
+      _dbus_string_free (&address);
+      return dbus_error_has_name (error, DBUS_ERROR_BAD_ADDRESS) ?
+        DBUS_TRANSPORT_OPEN_BAD_ADDRESS : DBUS_TRANSPORT_OPEN_DID_NOT_CONNECT;
+    }
+
+  *transport_p = _dbus_transport_new_for_afbus (fd, NULL, &address);
+  if (*transport_p == NULL)
+    {
+      _DBUS_SET_OOM (error);
+      _dbus_close_socket (fd, NULL);
+      goto failed;
+    }
+
+  _dbus_string_free (&path_str);
+  _dbus_string_free (&address);
+  return DBUS_TRANSPORT_OPEN_OK;
+
+ failed:
+  _dbus_string_free (&path_str);
+  _dbus_string_free (&address);
+  return DBUS_TRANSPORT_OPEN_DID_NOT_CONNECT;
+}
+
+/** @} */
+
+#else /* !DBUS_HAVE_AFBUS */
+
+DBusTransportOpenResult
+_dbus_transport_open_afbus (DBusAddressEntry  *entry,
+                            DBusTransport    **transport_p,
+                            DBusError         *error)
+{
+  return DBUS_TRANSPORT_OPEN_NOT_HANDLED;
+}
+
+#endif /* DBUS_HAVE_AFBUS */

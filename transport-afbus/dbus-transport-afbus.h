@@ -1,0 +1,35 @@
+/* -*- mode: C; c-file-style: "gnu"; indent-tabs-mode: nil; -*- */
+/* dbus-transport-afbus.h  AF_BUS subclass of DBusTransport
+ *
+ * SPDX-License-Identifier: AFL-2.1 OR GPL-2.0-or-later
+ *
+ * Licensed under the Academic Free License version 2.1
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 2 of the License, or
+ * (at your option) any later version.
+ *
+ * This program is distributed in the hope that it will be useful,
+ * but WITHOUT ANY WARRANTY; without even the implied warranty of
+ * MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+ * GNU General Public License for more details.
+ */
+#ifndef DBUS_TRANSPORT_AFBUS_H
+#define DBUS_TRANSPORT_AFBUS_H
+
+#include <dbus/dbus-transport-protected.h>
+
+DBUS_BEGIN_DECLS
+
+DBusTransportOpenResult _dbus_transport_open_afbus (DBusAddressEntry  *entry,
+                                                    DBusTransport    **transport_p,
+                                                    DBusError         *error);
+
+DBusTransport *_dbus_transport_new_for_afbus (DBusSocket        fd,
+                                              const DBusString *server_guid,
+                                              const DBusString *address);
+
+DBUS_END_DECLS
+
+#endif /* DBUS_TRANSPORT_AFBUS_H */
