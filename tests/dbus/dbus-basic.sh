@@ -21,8 +21,8 @@ expect_match "ListNames lists the caller by its AF_BUS unique name" \
 
 out=$(timeout 20 dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
 	org.freedesktop.DBus.GetId 2>&1)
-guid=${DBUS_SESSION_BUS_ADDRESS##*guid=}
-expect_match "GetId returns the guid of the address" "string \"$guid\"" "$out"
+# As upstream: the bus ID is the daemon's, not the listening address' guid.
+expect_match "GetId returns a bus ID" 'string "[0-9a-f]{32}"' "$out"
 
 out=$(timeout 20 dbus-send --bus=afbus:path=/tmp/no-such-bus --print-reply \
 	--dest=org.freedesktop.DBus / org.freedesktop.DBus.ListNames 2>&1)
@@ -33,7 +33,8 @@ expect_match "... which names the missing path" 'no-such-bus' "$out"
 
 out=$(timeout 20 dbus-send --bus=afbus:nopath=1 --print-reply \
 	--dest=org.freedesktop.DBus / org.freedesktop.DBus.ListNames 2>&1)
-expect_match "afbus: without path or file is a bad address" 'BadAddress|[Bb]ad address' "$out"
+expect_match "afbus: without path or file is a bad address" \
+	'address of type afbus was missing argument path or file' "$out"
 
 # A service on libdbus, by well-known and by unique name.
 bg sh -c 'afbus-echo-service com.example.Echo >/tmp/svc.out 2>&1'
