@@ -31,6 +31,7 @@
 #include "dbus-address.h"
 #include "dbus-connection-internal.h"
 #include "dbus-file.h"
+#include "dbus-protocol.h"
 #include "dbus-sysdeps-unix.h"
 #include "dbus-transport-afbus.h"
 #include "dbus-watch.h"
@@ -498,9 +499,63 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
   return DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
 }
 
+/**
+ * Lets every client of an AF_BUS server, and the server's side of it,
+ * send messages of @p size bytes: BUS_SET_SENDBUF on the listening
+ * socket sizes the send buffers of the connections made from then on
+ * (a default send buffer holds a few hundred KiB, and every queued copy
+ * of a message is charged to its sender until it is read).  Without
+ * CAP_NET_ADMIN the kernel caps it at net.core.wmem_max; larger messages
+ * then fail with a LimitsExceeded error for their sender.
+ *
+ * Does nothing on servers of other transports.
+ *
+ * @param server the server
+ * @param size the largest message size
+ * @param error set if the kernel refuses
+ * @returns #FALSE on error
+ */
+dbus_bool_t
+_dbus_server_afbus_set_max_message_size (DBusServer *server,
+                                         long        size,
+                                         DBusError  *error)
+{
+  DBusServerAfbus *afbus_server = (DBusServerAfbus *) server;
+  int sndbuf;
+
+  if (server->vtable != &afbus_vtable)
+    return TRUE;
+
+  /* No D-Bus message is larger; the kernel doubles the value, as for
+   * SO_SNDBUF, which leaves room for its overhead and other messages. */
+  if (size > DBUS_MAXIMUM_MESSAGE_LENGTH)
+    size = DBUS_MAXIMUM_MESSAGE_LENGTH;
+  sndbuf = (int) size + 64 * 1024;
+
+  if (setsockopt (afbus_server->fd.fd, SOL_BUS, BUS_SET_SENDBUF,
+                  &sndbuf, sizeof (sndbuf)) < 0)
+    {
+      dbus_set_error (error, _dbus_error_from_errno (errno),
+                      "Failed to set the send buffer of AF_BUS bus \"%s\" to %d bytes: %s",
+                      afbus_server->path, sndbuf, _dbus_strerror (errno));
+      return FALSE;
+    }
+
+  return TRUE;
+}
+
 /** @} */
 
 #else /* !DBUS_HAVE_AFBUS */
+
+dbus_bool_t
+_dbus_server_afbus_set_max_message_size (DBusServer *server,
+                                         long        size,
+                                         DBusError  *error)
+{
+  return TRUE;
+}
+
 
 DBusServerListenResult
 _dbus_server_listen_afbus (DBusAddressEntry *entry,

@@ -26,6 +26,11 @@ DBusServerListenResult _dbus_server_listen_afbus (DBusAddressEntry  *entry,
                                                   DBusServer       **server_p,
                                                   DBusError         *error);
 
+DBUS_PRIVATE_EXPORT
+dbus_bool_t _dbus_server_afbus_set_max_message_size (DBusServer *server,
+                                                     long        size,
+                                                     DBusError  *error);
+
 DBUS_END_DECLS
 
 #endif /* DBUS_SERVER_AFBUS_H */
