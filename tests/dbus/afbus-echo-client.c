@@ -6,10 +6,16 @@
  * org.freedesktop.DBus.AF_BUS.Forwarded signals it receives for DEST,
  * and the callers whose replies named another unique owner (Whoami).
  *
- * Usage: afbus-echo-client DEST COUNT [DELAY-MS]
+ * Usage: afbus-echo-client DEST COUNT [DELAY-MS [SIZE]]
  * Prints "calls=N ok=N errors=N forwarded=N owners=A,B,..." and exits 0
- * if every call got its own string back.  With DELAY-MS it sleeps
- * between calls and tolerates (counts) errors, for handover tests.
+ * if every call got its own string back.  With DELAY-MS >= 0 it sleeps
+ * between calls, asks who answered (Whoami) and tolerates (counts)
+ * errors, for handover tests; DELAY-MS -1 does neither.  SIZE makes
+ * every string SIZE bytes long.
+ *
+ * Usage: afbus-echo-client --fd DEST
+ * Passes the read end of a pipe holding a known text to ReadFd and
+ * checks that the service read that text from it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +61,54 @@ static char *call(DBusConnection *c, const char *method, const char *arg,
 	return ret;
 }
 
+static DBusConnection *connect_bus(void)
+{
+	DBusError error = DBUS_ERROR_INIT;
+	DBusConnection *c = dbus_bus_get_private(DBUS_BUS_SESSION, &error);
+
+	if (!c) {
+		fprintf(stderr, "afbus-echo-client: %s\n", error.message);
+		exit(1);
+	}
+	dbus_connection_set_exit_on_disconnect(c, FALSE);
+	return c;
+}
+
+static int pass_fd(const char *name)
+{
+	static const char text[] = "through AF_BUS";
+	DBusError error = DBUS_ERROR_INIT;
+	DBusConnection *c;
+	DBusMessage *m, *r;
+	const char *s;
+	int p[2];
+
+	dest = name;
+	c = connect_bus();
+	if (!dbus_connection_can_send_type(c, DBUS_TYPE_UNIX_FD)) {
+		printf("fd passing not negotiated\n");
+		return 1;
+	}
+	if (pipe(p) < 0 || write(p[1], text, sizeof(text) - 1) != sizeof(text) - 1)
+		return 1;
+	close(p[1]);
+	m = dbus_message_new_method_call(dest, "/", "com.example.Echo", "ReadFd");
+	dbus_message_append_args(m, DBUS_TYPE_UNIX_FD, &p[0], DBUS_TYPE_INVALID);
+	close(p[0]);
+	r = dbus_connection_send_with_reply_and_block(c, m, 10000, &error);
+	dbus_message_unref(m);
+	if (!r) {
+		printf("error %s: %s\n", error.name, error.message);
+		return 1;
+	}
+	if (!dbus_message_get_args(r, &error, DBUS_TYPE_STRING, &s, DBUS_TYPE_INVALID)) {
+		printf("bad reply: %s\n", error.message);
+		return 1;
+	}
+	printf("read \"%s\"\n", s);
+	return strcmp(s, text) != 0;
+}
+
 int main(int argc, char **argv)
 {
 	DBusError error = DBUS_ERROR_INIT;
@@ -62,32 +116,44 @@ int main(int argc, char **argv)
 	int i, count, delay, ok = 0, errors = 0;
 	char owners[1024] = "", buf[64];
 
+	size_t size;
+	char *big = NULL;
+
 	if (argc < 3) {
-		fprintf(stderr, "usage: afbus-echo-client DEST COUNT [DELAY-MS]\n");
+		fprintf(stderr, "usage: afbus-echo-client DEST COUNT [DELAY-MS [SIZE]]\n"
+			"       afbus-echo-client --fd DEST\n");
 		return 2;
 	}
+	if (strcmp(argv[1], "--fd") == 0)
+		return pass_fd(argv[2]);
 	dest = argv[1];
 	count = atoi(argv[2]);
 	delay = argc > 3 ? atoi(argv[3]) : -1;
-
-	c = dbus_bus_get_private(DBUS_BUS_SESSION, &error);
-	if (!c) {
-		fprintf(stderr, "afbus-echo-client: %s\n", error.message);
-		return 1;
+	size = argc > 4 ? strtoul(argv[4], NULL, 0) : 0;
+	if (size > 0) {
+		big = malloc(size + 1);
+		if (!big)
+			return 1;
 	}
-	dbus_connection_set_exit_on_disconnect(c, FALSE);
+
+	c = connect_bus();
 	dbus_connection_add_filter(c, filter, NULL, NULL);
 
 	for (i = 0; i < count; i++) {
 		char *reply, *who;
 
 		snprintf(buf, sizeof(buf), "message %d", i);
-		reply = call(c, "Echo", buf, &error);
-		if (reply && strcmp(reply, buf) == 0) {
+		if (big) {
+			memset(big, 'a' + i % 26, size);
+			memcpy(big, buf, strlen(buf));
+			big[size] = '\0';
+		}
+		reply = call(c, "Echo", big ? big : buf, &error);
+		if (reply && strcmp(reply, big ? big : buf) == 0) {
 			ok++;
 		} else {
 			errors++;
-			fprintf(stderr, "call %d: %s\n", i,
+			fprintf(stderr, "call %d: %.100s\n", i,
 				reply ? reply : error.message);
 			dbus_error_free(&error);
 		}

@@ -6,6 +6,8 @@
  *   Echo (s) -> s          the string back
  *   Fail ()                the error com.example.Echo.Error.Failed
  *   Whoami () -> s         its own unique name
+ *   ReadFd (h) -> s        what it reads from the file descriptor
+ *   Hang ()                never replies
  *   Quit ()                replies, then exits
  *
  * Usage: afbus-echo-service NAME [FLAGS]
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <dbus/dbus.h>
 
 #define IFACE "com.example.Echo"
@@ -77,6 +80,22 @@ int main(int argc, char **argv)
 					reply_string(c, m, s);
 				else
 					dbus_error_free(&error);
+			} else if (dbus_message_is_method_call(m, IFACE, "ReadFd")) {
+				int fd;
+				char buf[256];
+				ssize_t n;
+
+				if (dbus_message_get_args(m, &error, DBUS_TYPE_UNIX_FD, &fd,
+							  DBUS_TYPE_INVALID)) {
+					n = read(fd, buf, sizeof(buf) - 1);
+					buf[n > 0 ? n : 0] = '\0';
+					close(fd);
+					reply_string(c, m, buf);
+				} else {
+					dbus_error_free(&error);
+				}
+			} else if (dbus_message_is_method_call(m, IFACE, "Hang")) {
+				/* no reply */
 			} else if (dbus_message_is_method_call(m, IFACE, "Whoami")) {
 				reply_string(c, m, dbus_bus_get_unique_name(c));
 			} else if (dbus_message_is_method_call(m, IFACE, "Fail")) {
