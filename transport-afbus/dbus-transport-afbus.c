@@ -588,6 +588,7 @@ message_undeliverable (DBusTransport *transport,
       switch (saved_errno)
         {
         case EMSGSIZE:
+        case ENOBUFS:
           error_name = DBUS_ERROR_LIMITS_EXCEEDED;
           break;
         case EINVAL:
@@ -760,12 +761,14 @@ do_writing (DBusTransport *transport)
         }
       else if (saved_errno == ECONNREFUSED || saved_errno == EHOSTUNREACH ||
                saved_errno == EMSGSIZE || saved_errno == EINVAL ||
-               saved_errno == ETOOMANYREFS)
+               saved_errno == ETOOMANYREFS || saved_errno == ENOBUFS)
         {
+          /* ENOBUFS: the kernel could not allocate the message (one
+           * of more than about 4 MiB, today); retrying cannot help. */
           if (!message_undeliverable (transport, message, saved_errno))
             return FALSE;
         }
-      else if (_dbus_get_is_errno_enomem (saved_errno) || saved_errno == ENOBUFS)
+      else if (_dbus_get_is_errno_enomem (saved_errno))
         {
           return FALSE;
         }
