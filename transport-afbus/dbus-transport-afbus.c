@@ -763,8 +763,8 @@ do_writing (DBusTransport *transport)
                saved_errno == EMSGSIZE || saved_errno == EINVAL ||
                saved_errno == ETOOMANYREFS || saved_errno == ENOBUFS)
         {
-          /* ENOBUFS: the kernel could not allocate the message (one
-           * of more than about 4 MiB, today); retrying cannot help. */
+          /* ENOBUFS: the kernel could not allocate the message;
+           * retrying in a loop cannot help. */
           if (!message_undeliverable (transport, message, saved_errno))
             return FALSE;
         }
