@@ -82,6 +82,24 @@ out=$(timeout 20 dbus-send --session --print-reply --dest=com.example.Nobody / \
 expect_match "a name without owner gives ServiceUnknown/NameHasNoOwner" \
 	'ServiceUnknown|NameHasNoOwner' "$out"
 
+# A peer cannot pose as the daemon or as another client: a message
+# whose SENDER is not the name of its kernel-given source is dropped.
+afbus-echo-service com.example.Victim >/tmp/victim.out 2>&1 &
+victim_pid=$!
+check "the victim service gets its name" wait_for_name com.example.Victim
+victim=$(sed -n 's/^ready //p' /tmp/victim.out)
+out=$(afbus-forge "$victim" Quit org.freedesktop.DBus 2>&1)
+expect_match "a Quit posing as the daemon goes out through the kernel" '^sent [0-9]+ bytes' "$out"
+afbus-forge "$victim" Quit "$svc" >/dev/null 2>&1
+out=$(timeout 20 dbus-send --session --print-reply --dest="$victim" / \
+	com.example.Echo.Whoami 2>&1)
+expect_match "... and one posing as another client: both dropped, the victim lives" \
+	"string \"$victim\"" "$out"
+out=$(afbus-forge "$victim" Quit 2>&1)
+i=0
+while kill -0 $victim_pid 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+check "the same message with the true SENDER is obeyed" sh -c "! kill -0 $victim_pid 2>/dev/null"
+
 kill $BUS_PID
 wait $BUS_PID 2>/dev/null
 check "the daemon removes the bus path when it exits" test ! -e "$path"
