@@ -274,4 +274,79 @@ TEST_F(bus, sleeping_epoll_woken_by_multicast)
 	close(arg.ep);
 }
 
+/* Give p[1] a queue of one message and fill it from the master. */
+static void fill_p1(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(bus) *self)
+{
+	int qlen = 1;
+
+	ASSERT_OK(setsockopt(self->p[1].afd, SOL_BUS, BUS_SET_MAXQLEN, &qlen,
+			     sizeof(qlen)));
+	bus_send_plain(_metadata, self->p[1].afd, "full");
+}
+
+/* After EAGAIN for a full recipient, no POLLOUT until it reads. */
+TEST_F(bus, full_recipient_eagain_clears_pollout)
+{
+	char buf[8];
+
+	fill_p1(_metadata, self);
+	expect_idle(_metadata, self->p[0].cfd);
+	ASSERT_ERRNO(EAGAIN, bus_sendto(self->p[0].cfd, &self->bus,
+					self->p[1].addr, "x", 1,
+					MSG_DONTWAIT));
+	ASSERT_EQ(0, bus_poll(_metadata, self->p[0].cfd, POLLOUT, 0) &
+		     POLLOUT);
+	/* other sockets of the bus are not affected */
+	ASSERT_EQ(POLLOUT, bus_poll(_metadata, self->p[1].cfd, POLLOUT, 0) &
+			   POLLOUT);
+	ASSERT_EQ(4, recv(self->p[1].cfd, buf, sizeof(buf), 0));
+	expect_idle(_metadata, self->p[0].cfd);
+	ASSERT_EQ(1, bus_sendto(self->p[0].cfd, &self->bus, self->p[1].addr,
+				"x", 1, MSG_DONTWAIT));
+	/* full again, but the send went out: POLLOUT stays */
+	expect_idle(_metadata, self->p[0].cfd);
+}
+
+static long poll_out_call(void *arg)
+{
+	struct pollfd pfd = { .fd = *(int *)arg, .events = POLLOUT };
+
+	return poll(&pfd, 1, 10000) == 1 ? pfd.revents : -1;
+}
+
+TEST_F(bus, sleeping_poll_woken_when_full_recipient_reads)
+{
+	int fd = self->p[0].cfd;
+	struct bus_call call = { .fn = poll_out_call, .arg = &fd };
+	char buf[8];
+
+	fill_p1(_metadata, self);
+	ASSERT_ERRNO(EAGAIN, bus_sendto(fd, &self->bus, self->p[1].addr, "x",
+					1, MSG_DONTWAIT));
+	bus_call_start_blocked(_metadata, &call);
+	ASSERT_EQ(4, recv(self->p[1].cfd, buf, sizeof(buf), 0));
+	bus_call_finish(_metadata, &call);
+	ASSERT_EQ(POLLOUT, call.ret & (POLLOUT | BAD_BITS));
+}
+
+TEST_F(bus, epoll_pollout_after_full_recipient_reads)
+{
+	struct epoll_event ev = { .events = EPOLLOUT };
+	int ep = epoll_create1(0);
+	char buf[8];
+
+	ASSERT_LE(0, ep);
+	ASSERT_OK(epoll_ctl(ep, EPOLL_CTL_ADD, self->p[0].cfd, &ev));
+	fill_p1(_metadata, self);
+	ASSERT_ERRNO(EAGAIN, bus_sendto(self->p[0].cfd, &self->bus,
+					self->p[1].addr, "x", 1,
+					MSG_DONTWAIT));
+	ASSERT_EQ(0, epoll_wait(ep, &ev, 1, 50));
+	ASSERT_EQ(4, recv(self->p[1].cfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(1, epoll_wait(ep, &ev, 1, BUS_TIMEOUT_MS));
+	ASSERT_EQ(EPOLLOUT, ev.events & EPOLLOUT);
+	close(ep);
+}
+
 TEST_HARNESS_MAIN
