@@ -461,4 +461,40 @@ TEST(backlog_full_blocking_connect_woken_by_accept)
 	full_backlog_close(&b);
 }
 
+/*
+ * While one thread waits in connect() for room in the backlog, another
+ * connect() of the same socket fails with EALREADY and bind() with
+ * EINVAL; the first connects once there is room, exactly once.
+ */
+TEST(connect_in_progress_ealready)
+{
+	struct bus_name bus = bus_name_abstract(), other = bus_name_abstract();
+	struct full_backlog b;
+	struct connect_arg arg = { .bus = &bus };
+	struct bus_call call = { .fn = connect_call, .arg = &arg };
+	int a;
+
+	full_backlog_open(_metadata, &b, &bus, 1);
+	arg.fd = bus_socket(_metadata, 0);
+	bus_set_timeouts(_metadata, arg.fd, 10000);
+	bus_call_start_blocked(_metadata, &call);
+	ASSERT_ERRNO(EALREADY, bus_connect_name(arg.fd, &bus));
+	ASSERT_ERRNO(EINVAL, bus_bind_name(arg.fd, &other));
+	ASSERT_ERRNO(ENOTCONN, send(arg.fd, "x", 1, MSG_NOSIGNAL));
+	close(bus_accept(_metadata, b.m));
+	bus_call_finish(_metadata, &call);
+	ASSERT_EQ(0, call.ret) TH_LOG("connect: %s", strerror(call.err));
+	ASSERT_ERRNO(EISCONN, bus_connect_name(arg.fd, &bus));
+	/* one connection: accept it, and nothing else is pending */
+	for (a = 1; a < b.n; a++)
+		close(bus_accept(_metadata, b.m));
+	a = bus_accept(_metadata, b.m);
+	bus_expect_no_pending(_metadata, b.m);
+	bus_send_plain(_metadata, arg.fd, "once");
+	ASSERT_EQ(4, recv(a, (char [8]){ 0 }, 8, 0));
+	close(a);
+	close(arg.fd);
+	full_backlog_close(&b);
+}
+
 TEST_HARNESS_MAIN
