@@ -19,6 +19,8 @@ KERNEL_SERIES=$KERNEL_PATCHES/series
 KERNEL_SRC=$AFBUS_BUILD/kernel-src
 KERNEL_OBJ=$AFBUS_BUILD/kernel-obj
 KERNEL_HDR=$AFBUS_BUILD/kernel-headers
+# The debug kernel (kernel-patches/debug.config), built from the same tree.
+KERNEL_OBJ_DEBUG=$AFBUS_BUILD/kernel-obj-debug
 
 # The kernel is always built for x86_64, whatever `uname -m` says.
 export ARCH=x86_64

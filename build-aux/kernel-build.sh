@@ -12,6 +12,11 @@
 #
 # Outputs: $KERNEL_OBJ/arch/x86/boot/bzImage, $KERNEL_HDR/include,
 #          $KERNEL_HDR/.stamp (touched when the headers change).
+#
+# With --debug, kernel-patches/debug.config (sanitizers, lockdep,
+# kmemleak) is merged last and the kernel is built in its own object
+# directory, build/kernel-obj-debug, keyed by its own inputs; the UAPI
+# headers are not installed again (they do not depend on the config).
 set -eu
 . "$(dirname "$0")/common.sh"
 
@@ -19,9 +24,17 @@ FRAGMENTS="$KERNEL_PATCHES/base.config"
 [ -f "$KERNEL_PATCHES/af_bus.config" ] &&
 	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/af_bus.config"
 
+DEBUG=0
+if [ "${1:-}" = --debug ]; then
+	DEBUG=1
+	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/debug.config"
+	KERNEL_OBJ=$KERNEL_OBJ_DEBUG
+fi
+
 BZIMAGE=$KERNEL_OBJ/arch/x86/boot/bzImage
 KEY_FILE=$KERNEL_OBJ/.afbus-build-key
 LOG=$AFBUS_BUILD/kernel-build.log
+[ $DEBUG = 1 ] && LOG=$AFBUS_BUILD/kernel-build-debug.log
 
 # Hash of every input of the build.
 build_key() {
@@ -76,7 +89,7 @@ main() {
 	"$(dirname "$0")/kernel-tree.sh" sync "$KERNEL_SRC"
 
 	key=$(build_key)
-	if [ -f "$BZIMAGE" ] && [ -f "$KERNEL_HDR/.stamp" ] &&
+	if [ -f "$BZIMAGE" ] && { [ $DEBUG = 1 ] || [ -f "$KERNEL_HDR/.stamp" ]; } &&
 	   [ "$(cat "$KEY_FILE" 2>/dev/null)" = "$key" ]; then
 		msg "kernel is up to date ($BZIMAGE)"
 		return 0
@@ -85,7 +98,8 @@ main() {
 	# Objects built from another tarball would have newer timestamps
 	# than the new sources: start that object dir afresh.
 	if [ "$(cat "$KERNEL_OBJ/.afbus-tarball" 2>/dev/null)" != "$(tarball_id)" ]; then
-		rm -rf "$KERNEL_OBJ" "$KERNEL_HDR"
+		rm -rf "$KERNEL_OBJ"
+		[ $DEBUG = 1 ] || rm -rf "$KERNEL_HDR"
 	fi
 	mkdir -p "$KERNEL_OBJ"
 	tarball_id > "$KERNEL_OBJ/.afbus-tarball"
@@ -98,6 +112,11 @@ main() {
 	if ! kmake -j"$(nproc)" bzImage >>"$LOG" 2>&1; then
 		grep -E 'error|Error' "$LOG" | tail -n 30 >&2 || true
 		die "kernel build failed; full log in $LOG"
+	fi
+	if [ $DEBUG = 1 ]; then
+		echo "$key" > "$KEY_FILE"
+		msg "debug kernel built in $(( $(date +%s) - start ))s: $BZIMAGE"
+		return 0
 	fi
 	msg "installing UAPI headers into $KERNEL_HDR"
 	rm -rf "$KERNEL_HDR"
