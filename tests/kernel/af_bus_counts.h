@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the kernel holds for AF_BUS, as the stress, fault and fuzz
+ * programs compare it before and after their traffic:
+ *
+ *   sockets   "sockets: used" of /proc/net/sockstat (every socket of
+ *             every family, so the program itself must hold none extra)
+ *   bus_socks the "sockets" column of the AF_BUS line of
+ *             /proc/net/protocols (AF_BUS sockets of this namespace)
+ *   bus_slab  objects of the AF_BUS slab cache, from
+ *             /sys/kernel/slab/AF_BUS/objects after writing to its
+ *             "shrink" (which flushes the per-CPU slabs and KASAN's
+ *             quarantine, so the count is exact; needs CONFIG_SLUB_DEBUG)
+ *
+ * Freeing is not always synchronous with close() (a killed process's
+ * files are closed by its exit, skbs in flight hold their socket), so
+ * bus_counts_settle() polls until the counts are back or a deadline.
+ * Plain C, no harness: the fuzzer uses it too.
+ */
+#ifndef AF_BUS_COUNTS_H
+#define AF_BUS_COUNTS_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUS_SLAB_DIR	"/sys/kernel/slab/AF_BUS"
+
+struct bus_counts {
+	long sockets;
+	long bus_socks;
+	long bus_slab;
+};
+
+/* "sockets: used N" of /proc/net/sockstat, or -1. */
+static inline long bus_count_sockstat(void)
+{
+	FILE *f = fopen("/proc/net/sockstat", "r");
+	char line[256];
+	long n = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "sockets: used %ld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/* The "sockets" column of protocol name in /proc/net/protocols, or -1. */
+static inline long bus_count_protocol(const char *name)
+{
+	FILE *f = fopen("/proc/net/protocols", "r");
+	char line[512], proto[64];
+	long size, n = -1, v;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%63s %ld %ld", proto, &size, &v) == 3 &&
+		    !strcmp(proto, name)) {
+			n = v;
+			break;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+/* Objects allocated in the AF_BUS slab cache, or -1. */
+static inline long bus_count_slab(void)
+{
+	long n = -1;
+	FILE *f;
+	int fd;
+
+	fd = open(BUS_SLAB_DIR "/shrink", O_WRONLY);
+	if (fd < 0)
+		return -1;
+	if (write(fd, "1", 1) != 1) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	f = fopen(BUS_SLAB_DIR "/objects", "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n;
+}
+
+static inline struct bus_counts bus_counts_now(void)
+{
+	struct bus_counts c = {
+		.sockets = bus_count_sockstat(),
+		.bus_socks = bus_count_protocol("AF_BUS"),
+		.bus_slab = bus_count_slab(),
+	};
+
+	return c;
+}
+
+/* All three counts could be read. */
+static inline bool bus_counts_valid(const struct bus_counts *c)
+{
+	return c->sockets >= 0 && c->bus_socks >= 0 && c->bus_slab >= 0;
+}
+
+static inline bool bus_counts_equal(const struct bus_counts *a,
+				    const struct bus_counts *b)
+{
+	return a->sockets == b->sockets && a->bus_socks == b->bus_socks &&
+	       a->bus_slab == b->bus_slab;
+}
+
+static inline void bus_counts_print(FILE *f, const char *what,
+				    const struct bus_counts *c)
+{
+	fprintf(f, "# %s: sockets used %ld, AF_BUS sockets %ld, AF_BUS slab objects %ld\n",
+		what, c->sockets, c->bus_socks, c->bus_slab);
+}
+
+/*
+ * Poll until the counts equal base or timeout_ms passed; returns whether
+ * they did, with the last counts read in *now.
+ */
+static inline bool bus_counts_settle(const struct bus_counts *base,
+				     struct bus_counts *now, int timeout_ms)
+{
+	struct timespec ts = { .tv_nsec = 50 * 1000 * 1000 };
+	int waited = 0;
+
+	for (;;) {
+		*now = bus_counts_now();
+		if (bus_counts_equal(base, now))
+			return true;
+		if (waited >= timeout_ms)
+			return false;
+		nanosleep(&ts, NULL);
+		waited += 50;
+	}
+}
+
+#ifdef __KSELFTEST_HARNESS_H
+/* A baseline that all three counts could be read for. */
+static inline struct bus_counts bus_counts_base(struct __test_metadata *_metadata)
+{
+	struct bus_counts c = bus_counts_now();
+
+	bus_counts_print(stderr, "baseline", &c);
+	ASSERT_TRUE(bus_counts_valid(&c))
+		TH_LOG("cannot read /proc/net/sockstat, /proc/net/protocols or "
+		       BUS_SLAB_DIR "/objects (CONFIG_SLUB_DEBUG?)");
+	return c;
+}
+
+/* The counts come back to base within 10 seconds. */
+static inline void bus_expect_counts(struct __test_metadata *_metadata,
+				     const struct bus_counts *base)
+{
+	struct bus_counts now;
+	bool back = bus_counts_settle(base, &now, 10000);
+
+	bus_counts_print(stderr, "after", &now);
+	ASSERT_TRUE(back) TH_LOG("the kernel holds more than before the test");
+}
+#endif
+
+#endif /* AF_BUS_COUNTS_H */
