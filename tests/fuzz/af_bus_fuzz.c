@@ -1,0 +1,1133 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Random-operation fuzzer for AF_BUS sockets, run inside the test guest.
+ *
+ * Several worker processes, each with several threads, share a table of
+ * socket descriptors per process and do random operations on them:
+ * socket, bind, listen, accept (joining and naming the clients), connect,
+ * sendmsg to random destinations with random sizes, flags and control
+ * messages (SCM_CREDENTIALS, malformed ones, and SCM_RIGHTS carrying
+ * AF_BUS sockets, their own included, so that descriptor cycles form),
+ * recvmsg (keeping descriptors that arrive), setsockopt and getsockopt
+ * with random levels, names, values and lengths (SOL_BUS included),
+ * shutdown, poll, ioctl, dup, close while other threads use the same
+ * descriptor, and, rarely, a move to a new network namespace.  A ticker
+ * thread in each worker interrupts blocked calls with signals, and the
+ * supervisor kill -9s a random worker every few seconds and starts a
+ * new one.  The bus names (four abstract, two filesystem) are shared by
+ * all workers, so buses and their clients span processes.
+ *
+ * It fails when a call returns an errno outside the set
+ * Documentation/networking/af_bus.rst allows for it, when a worker does
+ * not finish within 30 seconds of the end, or when the AF_BUS socket
+ * and slab counts are not back at their starting values once every
+ * worker is gone.  Kernel reports (KASAN, lockdep, ...) are caught by
+ * whoever reads the kernel log (run-qemu.sh does).
+ *
+ * Usage: af_bus_fuzz [-s SEED] [-t SECONDS] [-p PROCESSES] [-j THREADS]
+ *                    [-n] [-v]
+ *   -s SEED   seed (default: random); printed first, so a run can be
+ *             replayed.  Every thread draws its decisions from a
+ *             generator seeded by (SEED, process, restart, thread), so
+ *             the same seed makes the same choices; with -p 1 -j 1 -n
+ *             the run repeats exactly up to timing.
+ *   -t N      run for N seconds (default 120; env AFBUS_FUZZ_SECONDS)
+ *   -p N      worker processes (default 4), -j N threads each (default 3)
+ *   -n        never kill workers
+ *   -v        print every unexpected result (default: the first 20)
+ * The environment variable AFBUS_FUZZ_SEED gives the seed too.
+ *
+ * Output is kselftest TAP; the last line is the "# Totals:" line.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/bus.h>
+#include <linux/filter.h>
+#include <linux/sockios.h>
+
+#include "kselftest.h"
+#include "../kernel/af_bus_counts.h"
+
+#ifndef AF_BUS
+#define AF_BUS 46
+#endif
+#ifndef SOL_BUS
+#define SOL_BUS 288
+#endif
+#ifndef ENOTSUPP
+#define ENOTSUPP 524
+#endif
+
+#define NSLOTS		24
+#define NNAMES		6
+#define MAX_PROCS	32
+#define MAX_THREADS	16
+#define MAX_REPORTS	20
+#define BIGMSG		(300 * 1024)
+#define FUZZ_DIR	"/tmp/afbus-fuzz"
+#define STUCK_S		30
+
+#define SA_NOPATH	offsetof(struct sockaddr_bus, sbus_path)
+
+/* ---- options and shared state ---- */
+
+static uint64_t opt_seed;
+static unsigned int opt_seconds = 120, opt_procs = 4, opt_threads = 3;
+static bool opt_nokill, opt_verbose;
+
+struct fuzz_shared {
+	int stop;
+	uint64_t ops;
+	uint64_t unexpected;
+	uint64_t kills;
+	uint64_t sent, received, fds_passed;
+	int nreports;
+	char reports[MAX_REPORTS][256];
+};
+
+static struct fuzz_shared *sh;
+
+/* ---- random numbers: splitmix64 ---- */
+
+struct rng {
+	uint64_t s;
+};
+
+static uint64_t rnd(struct rng *r)
+{
+	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n). */
+static unsigned int below(struct rng *r, unsigned int n)
+{
+	return n ? rnd(r) % n : 0;
+}
+
+/* True with probability pct percent. */
+static bool chance(struct rng *r, unsigned int pct)
+{
+	return below(r, 100) < pct;
+}
+
+static uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct rng r = { seed ^ (a << 40) ^ (b << 20) ^ c };
+
+	rnd(&r);
+	return rnd(&r);
+}
+
+/* ---- per-process state ---- */
+
+struct worker {
+	unsigned int idx, gen;
+	uint64_t seed;
+	int slots[NSLOTS];
+	pthread_t threads[MAX_THREADS];
+	pid_t tids[MAX_THREADS];
+	unsigned char *zeros;		/* BIGMSG bytes to send from */
+};
+
+static struct worker w;
+
+struct thread_ctx {
+	unsigned int idx;
+	struct rng r;
+	uint64_t nops;
+	unsigned int netns_moves;
+	unsigned char *buf;		/* BIGMSG bytes to receive into */
+};
+
+static bool stopping(void)
+{
+	return __atomic_load_n(&sh->stop, __ATOMIC_RELAXED);
+}
+
+static int slot_get(struct rng *r)
+{
+	return __atomic_load_n(&w.slots[below(r, NSLOTS)], __ATOMIC_RELAXED);
+}
+
+/* Put fd in a random slot, closing what was there. */
+static void slot_put(struct rng *r, int fd)
+{
+	int old;
+
+	if (fd < 0)
+		return;
+	old = __atomic_exchange_n(&w.slots[below(r, NSLOTS)], fd,
+				  __ATOMIC_RELAXED);
+	if (old >= 0)
+		close(old);
+}
+
+/* ---- errno checking ---- */
+
+#define E(...)	((const int []){ __VA_ARGS__, 0 })
+
+static bool in_list(const int *list, int err)
+{
+	for (; *list; list++)
+		if (*list == err)
+			return true;
+	return false;
+}
+
+static void report(const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	__atomic_add_fetch(&sh->unexpected, 1, __ATOMIC_RELAXED);
+	n = __atomic_fetch_add(&sh->nreports, 1, __ATOMIC_RELAXED);
+	if (n < MAX_REPORTS)
+		memcpy(sh->reports[n], line, sizeof(line));
+	if (n < MAX_REPORTS || opt_verbose)
+		fprintf(stderr, "# UNEXPECTED: %s\n", line);
+}
+
+/*
+ * Check the result of one call: ret < 0 must come with an errno in
+ * allowed or in the errors every descriptor call may give.
+ */
+static void check(struct thread_ctx *t, const char *what, long ret,
+		  const int *allowed, const char *detail)
+{
+	static const int common[] = { EBADF, ENOTSOCK, EINTR, ENOMEM, 0 };
+	int err = errno;
+
+	t->nops++;
+	if (ret >= 0 || in_list(common, err) || in_list(allowed, err))
+		return;
+	report("worker %u.%u thread %u op %" PRIu64 ": %s%s%s: %s (errno %d)",
+	       w.idx, w.gen, t->idx, t->nops, what, detail ? " " : "",
+	       detail ? detail : "", strerror(err), err);
+}
+
+/* ---- names ---- */
+
+static void pool_name(unsigned int i, struct sockaddr_bus *sa, socklen_t *len)
+{
+	int n;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sbus_family = AF_BUS;
+	if (i < 4) {
+		n = snprintf(sa->sbus_path + 1, sizeof(sa->sbus_path) - 1,
+			     "afbus-fuzz-%u", i);
+		*len = SA_NOPATH + 1 + n;
+	} else {
+		n = snprintf(sa->sbus_path, sizeof(sa->sbus_path),
+			     FUZZ_DIR "/bus%u", i - 4);
+		*len = SA_NOPATH + n + 1;
+	}
+}
+
+static __u64 random_addr(struct rng *r)
+{
+	switch (below(r, 9)) {
+	case 0: return 0;
+	case 1: return below(r, 40);
+	case 2: return ((__u64)1 << BUS_PREFIX_SHIFT) | (1 + below(r, 8));
+	case 3: return BUS_CLIENT_MASK;			/* prefix 0 multicast */
+	case 4: return ((__u64)1 << BUS_PREFIX_SHIFT) | BUS_CLIENT_MASK;
+	case 5: return ((__u64)below(r, 0x10000) << BUS_PREFIX_SHIFT) |
+		       BUS_CLIENT_MASK;
+	case 6: return ((__u64)1 << BUS_PREFIX_SHIFT) | rnd(r) % 4;
+	default: return rnd(r);
+	}
+}
+
+/*
+ * A socket address for bind, connect or sendto: mostly a name of the
+ * pool with a sensible length, sometimes garbage.
+ */
+static void random_name(struct rng *r, struct sockaddr_bus *sa,
+			socklen_t *len, bool with_addr)
+{
+	unsigned int i;
+
+	pool_name(below(r, NNAMES), sa, len);
+	if (with_addr)
+		sa->sbus_addr.s_addr = random_addr(r);
+	else if (chance(r, 3))
+		sa->sbus_addr.s_addr = random_addr(r);
+	switch (below(r, 20)) {
+	case 0:
+		*len = SA_NOPATH;
+		break;
+	case 1:
+		*len = below(r, sizeof(*sa) + 8);
+		break;
+	case 2:
+		sa->sbus_family = below(r, 64);
+		break;
+	case 3:
+		*len = sizeof(*sa);
+		break;
+	case 4:
+		for (i = 0; i < sizeof(sa->sbus_path); i++)
+			sa->sbus_path[i] = rnd(r);
+		if (chance(r, 50))
+			sa->sbus_path[0] = 0;
+		*len = SA_NOPATH + 1 + below(r, sizeof(sa->sbus_path));
+		break;
+	case 5:
+		/* an unused filesystem name */
+		snprintf(sa->sbus_path, sizeof(sa->sbus_path), FUZZ_DIR "/x%u",
+			 below(r, 4));
+		*len = SA_NOPATH + strlen(sa->sbus_path) + 1;
+		break;
+	}
+}
+
+/* ---- operations ---- */
+
+static void set_short_timeouts(int fd, struct rng *r)
+{
+	struct timeval tv = { .tv_usec = 1000 * (1 + below(r, 200)) };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static int new_socket(struct thread_ctx *t)
+{
+	static const int types[] = { SOCK_SEQPACKET, SOCK_STREAM, SOCK_DGRAM,
+				     SOCK_RAW, SOCK_RDM, 0, 11 };
+	struct rng *r = &t->r;
+	int type = SOCK_SEQPACKET, proto = below(r, 2), fd;
+
+	if (chance(r, 10))
+		type = types[below(r, 7)];
+	if (chance(r, 5))
+		proto = (int)rnd(r);
+	if (chance(r, 30))
+		type |= SOCK_NONBLOCK;
+	if (chance(r, 30))
+		type |= SOCK_CLOEXEC;
+	fd = socket(AF_BUS, type, proto);
+	check(t, "socket", fd, E(ESOCKTNOSUPPORT, EPROTONOSUPPORT, EINVAL,
+				   EMFILE, ENFILE), NULL);
+	if (fd >= 0)
+		set_short_timeouts(fd, r);
+	return fd;
+}
+
+static void op_socket(struct thread_ctx *t)
+{
+	slot_put(&t->r, new_socket(t));
+}
+
+static const int *bind_errs = E(EINVAL, EADDRINUSE, ENOENT, EACCES, ENOTDIR,
+				ENAMETOOLONG, EEXIST);
+
+static void op_bind(struct thread_ctx *t, int fd)
+{
+	struct sockaddr_bus sa;
+	socklen_t len;
+
+	random_name(&t->r, &sa, &len, false);
+	check(t, "bind", bind(fd, (struct sockaddr *)&sa, len), bind_errs, NULL);
+}
+
+/* A new master on a pool name: socket, bind, listen. */
+static void op_master(struct thread_ctx *t)
+{
+	struct sockaddr_bus sa;
+	socklen_t len;
+	unsigned int i = below(&t->r, NNAMES);
+	int fd = new_socket(t);
+
+	if (fd < 0)
+		return;
+	pool_name(i, &sa, &len);
+	if (i >= 4 && chance(&t->r, 50))
+		unlink(sa.sbus_path);	/* take over a dead master's path */
+	if (bind(fd, (struct sockaddr *)&sa, len) == 0)
+		check(t, "listen", listen(fd, below(&t->r, 70) - 2),
+		      E(EINVAL, EOPNOTSUPP), NULL);
+	else
+		check(t, "bind", -1, bind_errs, sa.sbus_path[0] ? sa.sbus_path : "(abstract)");
+	slot_put(&t->r, fd);
+}
+
+static void op_listen(struct thread_ctx *t, int fd)
+{
+	check(t, "listen", listen(fd, (int)below(&t->r, 80) - 2),
+	      E(EINVAL, EOPNOTSUPP), NULL);
+}
+
+static int bus_opt_addr(int fd, int opt, __u64 addr)
+{
+	struct bus_addr a = { .s_addr = addr };
+
+	return setsockopt(fd, SOL_BUS, opt, &a, sizeof(a));
+}
+
+static const int *sol_bus_errs = E(ENOPROTOOPT, EPERM, EINVAL, EALREADY,
+				   EADDRINUSE, EADDRNOTAVAIL, ENOTCONN, EFAULT);
+
+static void op_accept(struct thread_ctx *t, int fd)
+{
+	struct rng *r = &t->r;
+	struct sockaddr_bus sa;
+	socklen_t len = below(r, sizeof(sa) + 4);
+	int a, flags = chance(r, 70) ? SOCK_NONBLOCK : 0;
+
+	a = accept4(fd, chance(r, 80) ? (struct sockaddr *)&sa : NULL,
+		    chance(r, 95) ? &len : NULL, flags | SOCK_CLOEXEC * chance(r, 50));
+	check(t, "accept", a, E(EINVAL, EAGAIN, EOPNOTSUPP, ECONNABORTED,
+				EMFILE, ENFILE, EFAULT), NULL);
+	if (a < 0)
+		return;
+	set_short_timeouts(a, r);
+	if (chance(r, 75))
+		check(t, "setsockopt(BUS_JOIN_BUS)",
+		      setsockopt(a, SOL_BUS, BUS_JOIN_BUS, NULL, 0), sol_bus_errs,
+		      "after accept");
+	if (chance(r, 40))
+		check(t, "setsockopt(BUS_ADD_ADDR)",
+		      bus_opt_addr(a, BUS_ADD_ADDR, random_addr(r)), sol_bus_errs,
+		      "after accept");
+	slot_put(r, a);
+}
+
+static const int *connect_errs = E(EINVAL, EISCONN, ENOENT, EACCES,
+				   ECONNREFUSED, EPROTOTYPE, EAGAIN,
+				   EADDRNOTAVAIL, ENOTDIR);
+
+static void op_connect(struct thread_ctx *t, int fd)
+{
+	struct sockaddr_bus sa;
+	socklen_t len;
+
+	random_name(&t->r, &sa, &len, false);
+	check(t, "connect", connect(fd, (struct sockaddr *)&sa, len),
+	      connect_errs, NULL);
+}
+
+/* A new client of a pool name. */
+static void op_client(struct thread_ctx *t)
+{
+	struct sockaddr_bus sa;
+	socklen_t len;
+	int fd = new_socket(t);
+
+	if (fd < 0)
+		return;
+	pool_name(below(&t->r, NNAMES), &sa, &len);
+	check(t, "connect", connect(fd, (struct sockaddr *)&sa, len),
+	      connect_errs, NULL);
+	slot_put(&t->r, fd);
+}
+
+/* Build a random control message into ctl; returns its length. */
+static size_t random_cmsg(struct thread_ctx *t, int fd, char *ctl, size_t size)
+{
+	struct rng *r = &t->r;
+	struct cmsghdr *c = (struct cmsghdr *)ctl;
+	struct ucred cred = { getpid(), getuid(), getgid() };
+	unsigned int i, nfds;
+	size_t len = 0;
+	int *fds;
+
+	memset(ctl, 0, size);
+	switch (below(r, 6)) {
+	case 0:		/* our own credentials, or someone else's */
+		if (chance(r, 30))
+			cred.pid = 1 + below(r, 400);
+		if (chance(r, 20))
+			cred.uid = below(r, 3);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_CREDENTIALS;
+		c->cmsg_len = CMSG_LEN(sizeof(cred));
+		memcpy(CMSG_DATA(c), &cred, sizeof(cred));
+		len = CMSG_SPACE(sizeof(cred));
+		break;
+	case 1:
+	case 2:
+	case 3:		/* descriptors: AF_BUS sockets, this one too */
+		nfds = 1 + below(r, 6);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		fds = (int *)CMSG_DATA(c);
+		for (i = 0; i < nfds; i++)
+			fds[i] = chance(r, 30) ? fd : slot_get(r);
+		len = CMSG_SPACE(nfds * sizeof(int));
+		break;
+	case 4:		/* malformed */
+		c->cmsg_level = chance(r, 50) ? SOL_SOCKET : (int)below(r, 300);
+		c->cmsg_type = below(r, 5);
+		c->cmsg_len = below(r, 64);
+		len = CMSG_ALIGN(below(r, 64));
+		break;
+	default:	/* credentials and descriptors */
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		*(int *)CMSG_DATA(c) = fd;
+		len = CMSG_SPACE(sizeof(int));
+		c = (struct cmsghdr *)(ctl + len);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_CREDENTIALS;
+		c->cmsg_len = CMSG_LEN(sizeof(cred));
+		memcpy(CMSG_DATA(c), &cred, sizeof(cred));
+		len += CMSG_SPACE(sizeof(cred));
+		break;
+	}
+	return len;
+}
+
+static void op_send(struct thread_ctx *t, int fd)
+{
+	struct rng *r = &t->r;
+	char ctl[256] __attribute__((aligned(8)));
+	struct sockaddr_bus sa;
+	struct iovec iov[8];
+	struct msghdr msg = { .msg_iov = iov };
+	socklen_t len;
+	size_t size, left;
+	unsigned int i;
+	int flags = 0;
+	ssize_t n;
+
+	switch (below(r, 20)) {
+	case 0: case 1: size = 0; break;
+	case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9:
+		size = 1 + below(r, 64); break;
+	case 10: case 11: case 12: case 13: case 14:
+		size = 65 + below(r, 4096); break;
+	case 15: case 16: case 17: size = below(r, 70000); break;
+	default: size = below(r, BIGMSG); break;
+	}
+	msg.msg_iovlen = 1 + below(r, 8);
+	for (i = 0, left = size; i < msg.msg_iovlen; i++) {
+		iov[i].iov_base = w.zeros;
+		iov[i].iov_len = i + 1 == msg.msg_iovlen ? left : below(r, left + 1);
+		left -= iov[i].iov_len;
+	}
+	if (chance(r, 70)) {
+		random_name(r, &sa, &len, true);
+		msg.msg_name = &sa;
+		msg.msg_namelen = len;
+	}
+	if (chance(r, 25)) {
+		msg.msg_control = ctl;
+		msg.msg_controllen = random_cmsg(t, fd, ctl, sizeof(ctl));
+	}
+	if (chance(r, 60))
+		flags |= MSG_DONTWAIT;
+	if (chance(r, 80))
+		flags |= MSG_NOSIGNAL;
+	if (chance(r, 3))
+		flags |= MSG_OOB;
+	if (chance(r, 5))
+		flags |= MSG_EOR;
+	if (chance(r, 5))
+		flags |= MSG_MORE;
+	n = sendmsg(fd, &msg, flags);
+	check(t, "sendmsg", n, E(ENOTCONN, EOPNOTSUPP, EHOSTUNREACH, EMSGSIZE,
+				 EPIPE, ECONNREFUSED, EAGAIN, ENOBUFS, EINVAL,
+				 EPERM, ESRCH, ETOOMANYREFS, ECONNRESET), NULL);
+	if (n >= 0) {
+		__atomic_add_fetch(&sh->sent, 1, __ATOMIC_RELAXED);
+		if (msg.msg_controllen)
+			__atomic_add_fetch(&sh->fds_passed, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static void op_recv(struct thread_ctx *t, int fd)
+{
+	struct rng *r = &t->r;
+	char ctl[512] __attribute__((aligned(8)));
+	struct sockaddr_bus sa;
+	struct iovec iov = { .iov_base = t->buf };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+	int flags = 0, *fds;
+	size_t i, nfds;
+	ssize_t n;
+
+	iov.iov_len = chance(r, 20) ? below(r, 16) : below(r, BIGMSG);
+	if (chance(r, 80)) {
+		msg.msg_name = &sa;
+		msg.msg_namelen = below(r, sizeof(sa) + 1);
+	}
+	if (chance(r, 70)) {
+		msg.msg_control = ctl;
+		msg.msg_controllen = below(r, sizeof(ctl) + 1);
+	}
+	if (chance(r, 80))
+		flags |= MSG_DONTWAIT;
+	if (chance(r, 10))
+		flags |= MSG_PEEK;
+	if (chance(r, 10))
+		flags |= MSG_TRUNC;
+	if (chance(r, 10))
+		flags |= MSG_CMSG_CLOEXEC;
+	if (chance(r, 3))
+		flags |= MSG_OOB;
+	if (chance(r, 3))
+		flags |= MSG_WAITALL;
+	n = recvmsg(fd, &msg, flags);
+	check(t, "recvmsg", n, E(ENOTCONN, EOPNOTSUPP, EAGAIN, EINVAL,
+				 ECONNRESET), NULL);
+	if (n < 0)
+		return;
+	__atomic_add_fetch(&sh->received, 1, __ATOMIC_RELAXED);
+	if (!msg.msg_control)
+		return;
+	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		fds = (int *)CMSG_DATA(c);
+		for (i = 0; i < nfds; i++) {
+			if (chance(r, 50))
+				slot_put(r, fds[i]);
+			else
+				close(fds[i]);
+		}
+	}
+}
+
+static void op_setsockopt(struct thread_ctx *t, int fd)
+{
+	static const int sol_socket[] = {
+		SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE,
+		SO_PASSCRED, SO_PEEK_OFF, SO_RCVTIMEO, SO_SNDTIMEO,
+		SO_KEEPALIVE, SO_LINGER, SO_PRIORITY, SO_RCVLOWAT, SO_MARK,
+		SO_ATTACH_FILTER, SO_DETACH_FILTER, SO_LOCK_FILTER,
+		SO_PASSSEC, SO_TIMESTAMP, SO_BROADCAST,
+	};
+	struct rng *r = &t->r;
+	unsigned char val[64] __attribute__((aligned(8)));
+	struct sock_filter insn[4];
+	struct sock_fprog prog;
+	struct timeval tv;
+	socklen_t len;
+	int level, name, ival;
+	char detail[64];
+	void *p = val;
+
+	for (size_t i = 0; i < sizeof(val); i++)
+		val[i] = rnd(r);
+	len = below(r, 4) ? (socklen_t[]){ 0, 4, 8, 16 }[below(r, 4)]
+			  : below(r, sizeof(val) + 1);
+	if (chance(r, 60)) {
+		level = SOL_BUS;
+		name = chance(r, 80) ? (int)(1 + below(r, 7)) : (int)below(r, 40) - 2;
+		if (chance(r, 60)) {
+			struct bus_addr a = { random_addr(r) };
+
+			memcpy(val, &a, sizeof(a));
+			len = chance(r, 85) ? sizeof(a) : below(r, 17);
+		}
+		if (chance(r, 5))
+			p = NULL;
+		snprintf(detail, sizeof(detail), "SOL_BUS %d len %u", name, len);
+		check(t, "setsockopt", setsockopt(fd, level, name, p, len),
+		      sol_bus_errs, detail);
+		return;
+	}
+	if (chance(r, 10)) {
+		level = below(r, 300);
+		name = below(r, 70);
+		snprintf(detail, sizeof(detail), "level %d name %d", level, name);
+		check(t, "setsockopt", setsockopt(fd, level, name, val, len),
+		      E(ENOPROTOOPT, EOPNOTSUPP, EINVAL, EPERM, EFAULT),
+		      detail);
+		return;
+	}
+	name = sol_socket[below(r, sizeof(sol_socket) / sizeof(sol_socket[0]))];
+	switch (name) {
+	case SO_RCVTIMEO:
+	case SO_SNDTIMEO:
+		/* never wait long: the ticker's signals end a wait anyway */
+		tv.tv_sec = 0;
+		tv.tv_usec = chance(r, 10) ? 0 : 1000 * below(r, 300);
+		memcpy(val, &tv, sizeof(tv));
+		len = chance(r, 90) ? sizeof(tv) : below(r, 20);
+		break;
+	case SO_ATTACH_FILTER:
+		/* accept k bytes: 0 drops, small truncates */
+		insn[0] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+						       chance(r, 30) ? 0 : below(r, 100000));
+		prog.len = chance(r, 90) ? 1 : below(r, 5);
+		prog.filter = insn;
+		memcpy(val, &prog, sizeof(prog));
+		len = chance(r, 90) ? sizeof(prog) : below(r, 20);
+		break;
+	default:
+		ival = below(r, 5) ? (int)below(r, 1 << 20) : (int)rnd(r);
+		if (name == SO_PASSCRED)
+			ival = below(r, 2);
+		memcpy(val, &ival, sizeof(ival));
+		if (chance(r, 90))
+			len = sizeof(int);
+		break;
+	}
+	snprintf(detail, sizeof(detail), "SOL_SOCKET %d len %u", name, len);
+	check(t, "setsockopt", setsockopt(fd, SOL_SOCKET, name, val, len),
+	      E(EINVAL, ENOPROTOOPT, EPERM, EFAULT, EDOM, EOPNOTSUPP, ENOTSUPP,
+		ENOENT, EBUSY), detail);
+}
+
+static void op_getsockopt(struct thread_ctx *t, int fd)
+{
+	static const int names[] = { SO_PEERCRED, SO_PEEK_OFF, SO_ERROR,
+				     SO_TYPE, SO_PROTOCOL, SO_DOMAIN,
+				     SO_SNDBUF, SO_RCVBUF, SO_ACCEPTCONN,
+				     SO_PASSCRED, SO_PEERSEC, SO_PEERGROUPS };
+	struct rng *r = &t->r;
+	unsigned char val[256] __attribute__((aligned(8)));
+	socklen_t len = below(r, 4) ? below(r, 32) : below(r, sizeof(val) + 1);
+	int level = SOL_SOCKET, name;
+
+	if (chance(r, 40)) {
+		level = SOL_BUS;
+		name = (int)below(r, 12) - 1;
+	} else {
+		name = names[below(r, sizeof(names) / sizeof(names[0]))];
+	}
+	check(t, "getsockopt", getsockopt(fd, level, name, val, &len),
+	      E(ENOPROTOOPT, EINVAL, EFAULT, EOPNOTSUPP, ERANGE, ENODATA),
+	      level == SOL_BUS ? "SOL_BUS" : "SOL_SOCKET");
+}
+
+static void op_shutdown(struct thread_ctx *t, int fd)
+{
+	int how = chance(&t->r, 90) ? (int)below(&t->r, 3) : (int)below(&t->r, 10) - 3;
+
+	check(t, "shutdown", shutdown(fd, how), E(ENOTCONN, EINVAL), NULL);
+}
+
+static void op_names(struct thread_ctx *t, int fd)
+{
+	struct sockaddr_bus sa;
+	socklen_t len = below(&t->r, sizeof(sa) + 1);
+
+	if (chance(&t->r, 50))
+		check(t, "getsockname", getsockname(fd, (struct sockaddr *)&sa, &len),
+		      E(EINVAL), NULL);
+	else
+		check(t, "getpeername", getpeername(fd, (struct sockaddr *)&sa, &len),
+		      E(ENOTCONN, EINVAL), NULL);
+}
+
+static void op_ioctl(struct thread_ctx *t, int fd)
+{
+	static const unsigned long cmds[] = { FIONREAD, SIOCOUTQ, FIONBIO,
+					      SIOCATMARK, SIOCOUTQNSD,
+					      SIOCGSTAMP_OLD };
+	int val = below(&t->r, 2);
+
+	check(t, "ioctl", ioctl(fd, cmds[below(&t->r, 6)], &val),
+	      E(ENOTTY, EOPNOTSUPP, EINVAL, ENOENT), NULL);
+}
+
+static void op_poll(struct thread_ctx *t)
+{
+	struct pollfd pfd[4];
+	unsigned int i, n = 1 + below(&t->r, 4);
+
+	for (i = 0; i < n; i++) {
+		pfd[i].fd = slot_get(&t->r);
+		pfd[i].events = POLLIN | POLLOUT | POLLRDHUP | POLLPRI;
+	}
+	check(t, "poll", poll(pfd, n, below(&t->r, 20)), E(EINVAL), NULL);
+}
+
+static void op_fcntl(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl ^ O_NONBLOCK);
+}
+
+static void op_dup(struct thread_ctx *t, int fd)
+{
+	int other = slot_get(&t->r), n;
+
+	if (chance(&t->r, 20) && other >= 3) {
+		/* replace another slot's file under its number */
+		dup2(fd, other);
+		return;
+	}
+	n = dup(fd);
+	if (n >= 0)
+		slot_put(&t->r, n);
+}
+
+static void op_close(struct thread_ctx *t)
+{
+	int fd = __atomic_exchange_n(&w.slots[below(&t->r, NSLOTS)], -1,
+				     __ATOMIC_RELAXED);
+
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Rarely: this thread goes on in a new network namespace. */
+static void op_netns(struct thread_ctx *t)
+{
+	if (t->netns_moves >= 2 || !chance(&t->r, 5))
+		return;
+	t->netns_moves++;
+	check(t, "unshare(CLONE_NEWNET)", unshare(CLONE_NEWNET),
+	      E(EPERM, ENOSPC, EINVAL), NULL);
+}
+
+/* One random operation. */
+static void one_op(struct thread_ctx *t)
+{
+	struct rng *r = &t->r;
+	unsigned int op = below(r, 100);
+	int fd = slot_get(r);
+
+	if (op < 5) {
+		op_socket(t);
+		return;
+	}
+	if (op < 9) {
+		op_master(t);
+		return;
+	}
+	if (op < 17) {
+		op_client(t);
+		return;
+	}
+	if (op < 22) {
+		op_close(t);
+		return;
+	}
+	if (op < 24) {
+		op_poll(t);
+		return;
+	}
+	if (op == 24) {
+		op_netns(t);
+		return;
+	}
+	if (fd < 0)
+		return;
+	if (op < 26)
+		op_bind(t, fd);
+	else if (op < 28)
+		op_listen(t, fd);
+	else if (op < 36)
+		op_accept(t, fd);
+	else if (op < 39)
+		op_connect(t, fd);
+	else if (op < 62)
+		op_send(t, fd);
+	else if (op < 80)
+		op_recv(t, fd);
+	else if (op < 88)
+		op_setsockopt(t, fd);
+	else if (op < 91)
+		op_getsockopt(t, fd);
+	else if (op < 94)
+		op_shutdown(t, fd);
+	else if (op < 96)
+		op_names(t, fd);
+	else if (op < 97)
+		op_ioctl(t, fd);
+	else if (op < 98)
+		op_fcntl(fd);
+	else
+		op_dup(t, fd);
+}
+
+/* ---- worker process ---- */
+
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
+static void *op_thread(void *arg)
+{
+	struct thread_ctx *t = arg;
+
+	__atomic_store_n(&w.tids[t->idx], gettid(), __ATOMIC_RELEASE);
+	while (!stopping())
+		one_op(t);
+	__atomic_add_fetch(&sh->ops, t->nops, __ATOMIC_RELAXED);
+	__atomic_store_n(&w.tids[t->idx], 0, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Interrupt a random busy thread every few milliseconds. */
+static void ticker(struct rng *r, unsigned int nthreads)
+{
+	struct timespec ts;
+	unsigned int i, live;
+	pid_t tid;
+
+	do {
+		ts.tv_sec = 0;
+		ts.tv_nsec = (2 + below(r, 30)) * 1000000L;
+		nanosleep(&ts, NULL);
+		for (i = 0, live = 0; i < nthreads; i++)
+			live += __atomic_load_n(&w.tids[i], __ATOMIC_ACQUIRE) != 0;
+		tid = __atomic_load_n(&w.tids[below(r, nthreads)], __ATOMIC_ACQUIRE);
+		if (tid)
+			tgkill(getpid(), tid, SIGUSR1);
+	} while (live || !stopping());
+}
+
+static void worker_main(unsigned int idx, unsigned int gen)
+{
+	struct thread_ctx ctx[MAX_THREADS];
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct rng tick;
+	unsigned int i;
+
+	memset(&w, 0, sizeof(w));
+	w.idx = idx;
+	w.gen = gen;
+	w.seed = mix_seed(opt_seed, idx, gen, 0);
+	for (i = 0; i < NSLOTS; i++)
+		w.slots[i] = -1;
+	w.zeros = calloc(1, BIGMSG);
+	if (!w.zeros)
+		_exit(2);
+	sigaction(SIGUSR1, &sa, NULL);	/* no SA_RESTART: calls fail EINTR */
+	signal(SIGPIPE, SIG_IGN);
+	tick.s = mix_seed(opt_seed, idx, gen, 999);
+	for (i = 0; i < opt_threads; i++) {
+		ctx[i] = (struct thread_ctx){
+			.idx = i,
+			.r.s = mix_seed(opt_seed, idx, gen, i + 1),
+			.buf = malloc(BIGMSG),
+		};
+		if (!ctx[i].buf || pthread_create(&w.threads[i], NULL, op_thread,
+						  &ctx[i]))
+			_exit(2);
+	}
+	ticker(&tick, opt_threads);
+	for (i = 0; i < opt_threads; i++)
+		pthread_join(w.threads[i], NULL);
+	_exit(0);
+}
+
+static pid_t spawn(unsigned int idx, unsigned int gen)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		worker_main(idx, gen);
+	return pid;
+}
+
+/* ---- supervisor ---- */
+
+static void dump_task(pid_t pid)
+{
+	char path[96], buf[512];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
+	fd = open(path, O_RDONLY);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = 0;
+			ksft_print_msg("worker pid %d waits in %s\n", (int)pid, buf);
+		}
+	}
+	snprintf(path, sizeof(path), "/proc/%d/stack", (int)pid);
+	fd = open(path, O_RDONLY);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = 0;
+			ksft_print_msg("worker pid %d stack:\n%s", (int)pid, buf);
+		}
+	}
+}
+
+/* Wait for pid until deadline (monotonic ms); true if it exited. */
+static bool wait_until(pid_t pid, int *status, long deadline_ms)
+{
+	struct timespec ts;
+
+	for (;;) {
+		if (waitpid(pid, status, WNOHANG) == pid)
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if (ts.tv_sec * 1000L + ts.tv_nsec / 1000000 > deadline_ms)
+			return false;
+		usleep(20000);
+	}
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+static uint64_t parse_u64(const char *s)
+{
+	return strtoull(s, NULL, 0);
+}
+
+static void usage(const char *argv0)
+{
+	fprintf(stderr, "usage: %s [-s SEED] [-t SECONDS] [-p PROCESSES] "
+		"[-j THREADS] [-n] [-v]\n", argv0);
+	exit(KSFT_FAIL);
+}
+
+int main(int argc, char **argv)
+{
+	pid_t pids[MAX_PROCS];
+	unsigned int gens[MAX_PROCS] = { 0 }, i;
+	struct bus_counts base, after;
+	struct rng sup;
+	bool stuck = false, back;
+	long end;
+	int c, status;
+
+	if (getenv("AFBUS_FUZZ_SECONDS"))
+		opt_seconds = parse_u64(getenv("AFBUS_FUZZ_SECONDS"));
+	if (getenv("AFBUS_FUZZ_SEED") && *getenv("AFBUS_FUZZ_SEED"))
+		opt_seed = parse_u64(getenv("AFBUS_FUZZ_SEED"));
+	else
+		opt_seed = ((uint64_t)time(NULL) << 20) ^ getpid() ^
+			   ((uint64_t)now_ms() << 40);
+	while ((c = getopt(argc, argv, "s:t:p:j:nv")) != -1) {
+		switch (c) {
+		case 's': opt_seed = parse_u64(optarg); break;
+		case 't': opt_seconds = parse_u64(optarg); break;
+		case 'p': opt_procs = parse_u64(optarg); break;
+		case 'j': opt_threads = parse_u64(optarg); break;
+		case 'n': opt_nokill = true; break;
+		case 'v': opt_verbose = true; break;
+		default: usage(argv[0]);
+		}
+	}
+	if (!opt_procs || opt_procs > MAX_PROCS || !opt_threads ||
+	    opt_threads > MAX_THREADS)
+		usage(argv[0]);
+
+	ksft_print_header();
+	ksft_set_plan(3);
+	ksft_print_msg("seed %#" PRIx64 ", %u s, %u processes x %u threads%s\n",
+		       opt_seed, opt_seconds, opt_procs, opt_threads,
+		       opt_nokill ? ", no kills" : "");
+	ksft_print_msg("replay: af_bus_fuzz -s %#" PRIx64 " -t %u -p %u -j %u%s\n",
+		       opt_seed, opt_seconds, opt_procs, opt_threads,
+		       opt_nokill ? " -n" : "");
+	fflush(stdout);
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
+	mkdir(FUZZ_DIR, 0755);
+	if (chdir(FUZZ_DIR))
+		ksft_exit_fail_msg("chdir %s: %s\n", FUZZ_DIR, strerror(errno));
+	base = bus_counts_now();
+	bus_counts_print(stdout, "before", &base);
+
+	for (i = 0; i < opt_procs; i++)
+		pids[i] = spawn(i, 0);
+	sup.s = mix_seed(opt_seed, 0xfff, 0, 0);
+	end = now_ms() + opt_seconds * 1000L;
+	while (now_ms() < end) {
+		usleep((500 + below(&sup, 3000)) * 1000);
+		if (opt_nokill || now_ms() >= end)
+			continue;
+		i = below(&sup, opt_procs);
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], &status, 0);
+		sh->kills++;
+		pids[i] = spawn(i, ++gens[i]);
+	}
+
+	__atomic_store_n(&sh->stop, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < opt_procs; i++) {
+		if (wait_until(pids[i], &status, now_ms() + STUCK_S * 1000L) &&
+		    WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			continue;
+		stuck = true;
+		ksft_print_msg("worker %u (pid %d) did not finish cleanly within %d s\n",
+			       i, (int)pids[i], STUCK_S);
+		dump_task(pids[i]);
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], &status, 0);
+	}
+	for (i = 0; i < 2; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), FUZZ_DIR "/bus%u", i);
+		unlink(path);
+	}
+	ksft_print_msg("%" PRIu64 " operations, %" PRIu64 " messages sent (%" PRIu64
+		       " with control messages), %" PRIu64 " received, %" PRIu64
+		       " workers killed\n", sh->ops, sh->sent, sh->fds_passed,
+		       sh->received, sh->kills);
+
+	if (sh->unexpected)
+		ksft_test_result_fail("%" PRIu64 " unexpected results (seed %#" PRIx64 ")\n",
+				      sh->unexpected, opt_seed);
+	else
+		ksft_test_result_pass("every call gave a documented result\n");
+	if (stuck)
+		ksft_test_result_fail("workers stuck after the end (seed %#" PRIx64 ")\n",
+				      opt_seed);
+	else
+		ksft_test_result_pass("every worker finished\n");
+	/* Descriptors in flight in cycles wait for a garbage collector. */
+	back = bus_counts_valid(&base) && bus_counts_settle(&base, &after, 15000);
+	if (!bus_counts_valid(&base))
+		after = base;
+	bus_counts_print(stdout, "after", &after);
+	if (back)
+		ksft_test_result_pass("AF_BUS sockets and slab objects back at the start\n");
+	else
+		ksft_test_result_fail("AF_BUS sockets or slab objects leaked (seed %#" PRIx64 ")\n",
+				      opt_seed);
+	ksft_finished();
+}
