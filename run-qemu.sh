@@ -11,6 +11,12 @@
 #                           guest neither panicked nor timed out, and its
 #                           kernel log is clean.  The last line printed is
 #                           "N passed, N failed[, N skipped]".
+#   ./run-qemu.sh --debug [--check]
+#                           the same with the debug kernel (kernel-patches/
+#                           debug.config: KASAN, lockdep, kmemleak, UBSAN,
+#                           ...), 2 GiB of guest memory, a kmemleak scan
+#                           after the tests (any leak fails the run), and
+#                           the fuzzer run for 120 s instead of 30 s
 #
 # Environment:
 #   AFBUS_CPUS=2            CPUs given to the guest (it checks it sees them)
@@ -20,6 +26,8 @@
 #   AFBUS_APPEND="..."      extra kernel command line parameters
 #   AFBUS_SKIP_BUILD=1      boot what is already built
 #   AFBUS_BUILD=DIR         build directory (default: build/)
+#   AFBUS_FUZZ_SECONDS=N    how long tests/fuzz/af_bus_fuzz runs
+#   AFBUS_FUZZ_SEED=S       its seed (default: random, printed; replays a run)
 set -eu
 . "$(dirname "$0")/build-aux/common.sh"
 
@@ -29,6 +37,9 @@ TEST_TIMEOUT=${AFBUS_TEST_TIMEOUT:-300}
 KERNEL=$KERNEL_OBJ/arch/x86/boot/bzImage
 INITRAMFS=$AFBUS_BUILD/initramfs.cpio.gz
 LOG=$AFBUS_BUILD/guest.log
+MEM=1G
+FUZZ_SECONDS=${AFBUS_FUZZ_SECONDS:-30}
+GUEST_APPEND=
 CHECKPATCH_LOG=$AFBUS_BUILD/checkpatch.log
 
 # Kernel messages that mean something went wrong in the guest.  Matched
@@ -36,7 +47,7 @@ CHECKPATCH_LOG=$AFBUS_BUILD/checkpatch.log
 BAD_KMSG='(BUG|WARNING|INFO|Oops|UBSAN):|kernel BUG at|cut here|Call Trace|KASAN|kmemleak:.*leak|unreferenced object|possible circular locking|general protection fault|Kernel panic|RIP: [0-9a-f]{4}:'
 
 usage() {
-	sed -n '4,23s/^# \{0,1\}//p' "$0"
+	sed -n '4,32s/^# \{0,1\}//p' "$0"
 	exit 2
 }
 
@@ -58,12 +69,12 @@ run_qemu() {
 	shift
 	[ "${AFBUS_KVM:-0}" = 1 ] && accel=(-accel kvm -cpu host)
 	rm -f "$LOG"
-	"$@" qemu-system-x86_64 "${accel[@]}" -smp "$CPUS" -m 1G \
+	"$@" qemu-system-x86_64 "${accel[@]}" -smp "$CPUS" -m "$MEM" \
 		-nographic -no-reboot \
 		-chardev stdio,id=console,mux=on,signal=off,logfile="$LOG" \
 		-serial chardev:console -mon chardev=console \
 		-kernel "$KERNEL" -initrd "$INITRAMFS" \
-		-append "console=ttyS0 panic=-1 afbus.mode=$mode afbus.cpus=$CPUS afbus.test_timeout=$TEST_TIMEOUT ${AFBUS_APPEND:-}"
+		-append "console=ttyS0 panic=-1 afbus.mode=$mode afbus.cpus=$CPUS afbus.test_timeout=$TEST_TIMEOUT afbus.fuzz_seconds=$FUZZ_SECONDS afbus.fuzz_seed=${AFBUS_FUZZ_SEED:-} $GUEST_APPEND ${AFBUS_APPEND:-}"
 }
 
 # The kernel log the guest dumped at the end, without \r.
@@ -143,15 +154,32 @@ report() {
 	[ "$failed" = 0 ]
 }
 
-main() {
-	local mode=shell rc=0 checkpatch_rc=0
-	case ${1:-} in
-	"") ;;
-	--check) mode=check ;;
-	*) usage ;;
-	esac
+# --debug: the debug kernel and its defaults.
+use_debug_kernel() {
+	KERNEL=$KERNEL_OBJ_DEBUG/arch/x86/boot/bzImage
+	LOG=$AFBUS_BUILD/guest-debug.log
+	TIMEOUT=${AFBUS_TIMEOUT:-3600}
+	TEST_TIMEOUT=${AFBUS_TEST_TIMEOUT:-1800}
+	MEM=2G
+	FUZZ_SECONDS=${AFBUS_FUZZ_SECONDS:-120}
+	GUEST_APPEND="afbus.debug=1 kmemleak.verbose=1"
+}
 
-	[ "${AFBUS_SKIP_BUILD:-0}" = 1 ] || build >&2
+main() {
+	local mode=shell rc=0 checkpatch_rc=0 debug=0 arg
+	for arg in "$@"; do
+		case $arg in
+		--check) mode=check ;;
+		--debug) debug=1 ;;
+		*) usage ;;
+		esac
+	done
+	[ $debug = 0 ] || use_debug_kernel
+
+	if [ "${AFBUS_SKIP_BUILD:-0}" != 1 ]; then
+		build >&2
+		[ $debug = 0 ] || "$AFBUS_TOP/build-aux/kernel-build.sh" --debug >&2
+	fi
 	[ -f "$KERNEL" ] || die "no kernel at $KERNEL"
 	[ -f "$INITRAMFS" ] || die "no initramfs at $INITRAMFS"
 

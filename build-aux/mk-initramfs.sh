@@ -6,6 +6,7 @@
 #   /usr/libexec/afbus/run-tests  tests/guest/run-tests
 #   /usr/bin/guest-check          build/guest/guest-check
 #   /tests/kernel/NAME            the test binaries given as arguments
+#   /tests/fuzz/NAME              (those from a .../fuzz/ directory)
 #   /tests/unbuilt                names of those that do not exist (failed
 #                                 to compile)
 #   /bin/busybox + applet links   from busybox-static
@@ -133,8 +134,10 @@ write_list() {
 	add_dir /tests/kernel
 	: >"$WORK/unbuilt"
 	for t in "$@"; do
+		dir=kernel
+		[ "$(basename "$(dirname "$t")")" = fuzz ] && dir=fuzz
 		if [ -f "$t" ]; then
-			add_file "/tests/kernel/${t##*/}" "$t"
+			add_file "/tests/$dir/${t##*/}" "$t"
 			built+=("$t")
 		else
 			echo "${t##*/}" >>"$WORK/unbuilt"
