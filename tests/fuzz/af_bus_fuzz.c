@@ -58,11 +58,13 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/bus.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/sockios.h>
 
@@ -420,6 +422,10 @@ static void op_accept(struct thread_ctx *t, int fd)
 		check(t, "setsockopt(BUS_ADD_ADDR)",
 		      bus_opt_addr(a, BUS_ADD_ADDR, random_addr(r)), sol_bus_errs,
 		      "after accept");
+	if (chance(r, 10))
+		check(t, "setsockopt(BUS_SET_EAVESDROP)",
+		      setsockopt(a, SOL_BUS, BUS_SET_EAVESDROP, NULL, 0),
+		      sol_bus_errs, "after accept");
 	slot_put(r, a);
 }
 
@@ -630,7 +636,7 @@ static void op_setsockopt(struct thread_ctx *t, int fd)
 		SO_PASSCRED, SO_PEEK_OFF, SO_RCVTIMEO, SO_SNDTIMEO,
 		SO_KEEPALIVE, SO_LINGER, SO_PRIORITY, SO_RCVLOWAT, SO_MARK,
 		SO_ATTACH_FILTER, SO_DETACH_FILTER, SO_LOCK_FILTER,
-		SO_PASSSEC, SO_TIMESTAMP, SO_BROADCAST,
+		SO_PASSSEC, SO_TIMESTAMP, SO_BROADCAST, SO_RXQ_OVFL,
 	};
 	struct rng *r = &t->r;
 	unsigned char val[64] __attribute__((aligned(8)));
@@ -649,7 +655,13 @@ static void op_setsockopt(struct thread_ctx *t, int fd)
 	if (chance(r, 60)) {
 		level = SOL_BUS;
 		name = chance(r, 80) ? (int)(1 + below(r, 7)) : (int)below(r, 40) - 2;
-		if (chance(r, 60)) {
+		if ((name == BUS_SET_SENDBUF || name == BUS_SET_MAXQLEN) &&
+		    chance(r, 80)) {
+			/* mostly sensible sizes, sometimes out of range */
+			ival = chance(r, 90) ? (int)below(r, 1 << 21) : (int)rnd(r);
+			memcpy(val, &ival, sizeof(ival));
+			len = chance(r, 90) ? sizeof(ival) : below(r, 9);
+		} else if (chance(r, 60)) {
 			struct bus_addr a = { random_addr(r) };
 
 			memcpy(val, &a, sizeof(a));
@@ -801,6 +813,23 @@ static void op_close(struct thread_ctx *t)
 		close(fd);
 }
 
+/* Read /proc/net/bus while the sockets it lists come and go. */
+static void op_proc(struct thread_ctx *t)
+{
+	char buf[4096];
+	int fd = open("/proc/net/bus", O_RDONLY);
+	ssize_t n;
+
+	check(t, "open(/proc/net/bus)", fd, E(ENOENT), NULL);
+	if (fd < 0)
+		return;
+	do
+		n = read(fd, buf, below(&t->r, sizeof(buf)) + 1);
+	while (n > 0);
+	check(t, "read(/proc/net/bus)", n, E(0), NULL);
+	close(fd);
+}
+
 /* Rarely: this thread goes on in a new network namespace. */
 static void op_netns(struct thread_ctx *t)
 {
@@ -839,7 +868,10 @@ static void one_op(struct thread_ctx *t)
 		return;
 	}
 	if (op == 24) {
-		op_netns(t);
+		if (chance(r, 50))
+			op_netns(t);
+		else
+			op_proc(t);
 		return;
 	}
 	if (fd < 0)
@@ -910,6 +942,31 @@ static void ticker(struct rng *r, unsigned int nthreads)
 	} while (live || !stopping());
 }
 
+/*
+ * Workers run without CAP_NET_ADMIN, CAP_SYS_RESOURCE and CAP_SYS_ADMIN,
+ * so that the limits the kernel enforces on unprivileged senders (send
+ * buffer within wmem_max, files in flight within RLIMIT_NOFILE) hold and
+ * random buffer sizes cannot make the guest run out of memory.
+ */
+static void drop_caps(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	static const int drop[] = { CAP_NET_ADMIN, CAP_SYS_RESOURCE,
+				    CAP_SYS_ADMIN };
+	unsigned int i;
+
+	if (syscall(SYS_capget, &hdr, data))
+		return;
+	for (i = 0; i < sizeof(drop) / sizeof(drop[0]); i++) {
+		data[drop[i] / 32].effective &= ~(1u << (drop[i] % 32));
+		data[drop[i] / 32].permitted &= ~(1u << (drop[i] % 32));
+		data[drop[i] / 32].inheritable &= ~(1u << (drop[i] % 32));
+	}
+	if (syscall(SYS_capset, &hdr, data))
+		_exit(3);
+}
+
 static void worker_main(unsigned int idx, unsigned int gen)
 {
 	struct thread_ctx ctx[MAX_THREADS];
@@ -926,6 +983,7 @@ static void worker_main(unsigned int idx, unsigned int gen)
 	w.zeros = calloc(1, BIGMSG);
 	if (!w.zeros)
 		_exit(2);
+	drop_caps();
 	sigaction(SIGUSR1, &sa, NULL);	/* no SA_RESTART: calls fail EINTR */
 	signal(SIGPIPE, SIG_IGN);
 	tick.s = mix_seed(opt_seed, idx, gen, 999);
