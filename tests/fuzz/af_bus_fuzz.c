@@ -458,6 +458,64 @@ static void op_client(struct thread_ctx *t)
 	slot_put(&t->r, fd);
 }
 
+static void op_send(struct thread_ctx *t, int fd);
+static void op_recv(struct thread_ctx *t, int fd);
+
+/*
+ * A bus with traffic: a new master on a pool name (or, when the name is
+ * taken, clients of whoever holds it), up to three clients accepted and
+ * joined, and a burst of sends and receives among them, so that random
+ * operations meet sockets with messages (and files) queued.  Everything
+ * ends up in the slots, for the other threads to race on.
+ */
+static void op_session(struct thread_ctx *t)
+{
+	struct rng *r = &t->r;
+	struct sockaddr_bus sa;
+	socklen_t len;
+	int m, fds[7], n = 0, i, a, c;
+
+	pool_name(below(r, NNAMES), &sa, &len);
+	m = new_socket(t);
+	if (m < 0)
+		return;
+	if (sa.sbus_path[0] && chance(r, 30))
+		unlink(sa.sbus_path);
+	if (bind(m, (struct sockaddr *)&sa, len) || listen(m, 8)) {
+		close(m);
+		m = -1;
+	}
+	for (i = 1 + below(r, 3); i > 0; i--) {
+		c = new_socket(t);
+		if (c < 0)
+			break;
+		if (connect(c, (struct sockaddr *)&sa, len)) {
+			close(c);
+			continue;
+		}
+		fds[n++] = c;
+		if (m < 0)
+			continue;
+		a = accept4(m, NULL, NULL, SOCK_NONBLOCK);
+		if (a < 0)
+			continue;
+		setsockopt(a, SOL_BUS, BUS_JOIN_BUS, NULL, 0);
+		if (chance(r, 30))
+			bus_opt_addr(a, BUS_ADD_ADDR, random_addr(r));
+		fds[n++] = a;
+	}
+	for (i = 4 * n; i > 0 && n; i--) {
+		if (chance(r, 60))
+			op_send(t, fds[below(r, n)]);
+		else
+			op_recv(t, fds[below(r, n)]);
+	}
+	for (i = 0; i < n; i++)
+		slot_put(r, fds[i]);
+	if (m >= 0)
+		slot_put(r, m);
+}
+
 /* Build a random control message into ctl; returns its length. */
 static size_t random_cmsg(struct thread_ctx *t, int fd, char *ctl, size_t size)
 {
@@ -851,8 +909,12 @@ static void one_op(struct thread_ctx *t)
 		op_socket(t);
 		return;
 	}
-	if (op < 9) {
+	if (op < 7) {
 		op_master(t);
+		return;
+	}
+	if (op < 9) {
+		op_session(t);
 		return;
 	}
 	if (op < 17) {
