@@ -103,7 +103,7 @@ struct fuzz_shared {
 	uint64_t ops;
 	uint64_t unexpected;
 	uint64_t kills;
-	uint64_t sent, received, fds_passed;
+	uint64_t sent, received, fds_passed, fds_received, accepted;
 	int nreports;
 	char reports[MAX_REPORTS][256];
 };
@@ -413,6 +413,7 @@ static void op_accept(struct thread_ctx *t, int fd)
 				EMFILE, ENFILE, EFAULT), NULL);
 	if (a < 0)
 		return;
+	__atomic_add_fetch(&sh->accepted, 1, __ATOMIC_RELAXED);
 	set_short_timeouts(a, r);
 	if (chance(r, 75))
 		check(t, "setsockopt(BUS_JOIN_BUS)",
@@ -517,7 +518,8 @@ static void op_session(struct thread_ctx *t)
 }
 
 /* Build a random control message into ctl; returns its length. */
-static size_t random_cmsg(struct thread_ctx *t, int fd, char *ctl, size_t size)
+static size_t random_cmsg(struct thread_ctx *t, int fd, char *ctl, size_t size,
+			  bool *rights)
 {
 	struct rng *r = &t->r;
 	struct cmsghdr *c = (struct cmsghdr *)ctl;
@@ -527,6 +529,7 @@ static size_t random_cmsg(struct thread_ctx *t, int fd, char *ctl, size_t size)
 	int *fds;
 
 	memset(ctl, 0, size);
+	*rights = false;
 	switch (below(r, 6)) {
 	case 0:		/* our own credentials, or someone else's */
 		if (chance(r, 30))
@@ -550,6 +553,7 @@ static size_t random_cmsg(struct thread_ctx *t, int fd, char *ctl, size_t size)
 		for (i = 0; i < nfds; i++)
 			fds[i] = chance(r, 30) ? fd : slot_get(r);
 		len = CMSG_SPACE(nfds * sizeof(int));
+		*rights = true;
 		break;
 	case 4:		/* malformed */
 		c->cmsg_level = chance(r, 50) ? SOL_SOCKET : (int)below(r, 300);
@@ -563,6 +567,7 @@ static size_t random_cmsg(struct thread_ctx *t, int fd, char *ctl, size_t size)
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		*(int *)CMSG_DATA(c) = fd;
 		len = CMSG_SPACE(sizeof(int));
+		*rights = true;
 		c = (struct cmsghdr *)(ctl + len);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_CREDENTIALS;
@@ -584,6 +589,7 @@ static void op_send(struct thread_ctx *t, int fd)
 	socklen_t len;
 	size_t size, left;
 	unsigned int i;
+	bool rights = false;
 	int flags = 0;
 	ssize_t n;
 
@@ -609,7 +615,7 @@ static void op_send(struct thread_ctx *t, int fd)
 	}
 	if (chance(r, 25)) {
 		msg.msg_control = ctl;
-		msg.msg_controllen = random_cmsg(t, fd, ctl, sizeof(ctl));
+		msg.msg_controllen = random_cmsg(t, fd, ctl, sizeof(ctl), &rights);
 	}
 	if (chance(r, 60))
 		flags |= MSG_DONTWAIT;
@@ -627,7 +633,7 @@ static void op_send(struct thread_ctx *t, int fd)
 				 EPERM, ESRCH, ETOOMANYREFS, ECONNRESET), NULL);
 	if (n >= 0) {
 		__atomic_add_fetch(&sh->sent, 1, __ATOMIC_RELAXED);
-		if (msg.msg_controllen)
+		if (rights)
 			__atomic_add_fetch(&sh->fds_passed, 1, __ATOMIC_RELAXED);
 	}
 }
@@ -678,6 +684,7 @@ static void op_recv(struct thread_ctx *t, int fd)
 			continue;
 		nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		fds = (int *)CMSG_DATA(c);
+		__atomic_add_fetch(&sh->fds_received, nfds, __ATOMIC_RELAXED);
 		for (i = 0; i < nfds; i++) {
 			if (chance(r, 50))
 				slot_put(r, fds[i]);
@@ -1224,10 +1231,11 @@ int main(int argc, char **argv)
 		snprintf(path, sizeof(path), FUZZ_DIR "/bus%u", i);
 		unlink(path);
 	}
-	ksft_print_msg("%" PRIu64 " operations, %" PRIu64 " messages sent (%" PRIu64
-		       " with control messages), %" PRIu64 " received, %" PRIu64
-		       " workers killed\n", sh->ops, sh->sent, sh->fds_passed,
-		       sh->received, sh->kills);
+	ksft_print_msg("%" PRIu64 " operations, %" PRIu64 " clients accepted, %"
+		       PRIu64 " messages sent (%" PRIu64 " with SCM_RIGHTS), %" PRIu64
+		       " received (%" PRIu64 " files), %" PRIu64 " workers killed\n",
+		       sh->ops, sh->accepted, sh->sent, sh->fds_passed, sh->received,
+		       sh->fds_received, sh->kills);
 
 	if (sh->unexpected)
 		ksft_test_result_fail("%" PRIu64 " unexpected results (seed %#" PRIx64 ")\n",
