@@ -137,6 +137,22 @@ static bool chance(struct rng *r, unsigned int pct)
 	return below(r, 100) < pct;
 }
 
+/* Flags, each set with its own probability; the list ends with pct 0. */
+struct flag_chance {
+	unsigned int pct;
+	int flag;
+};
+
+static int random_flags(struct rng *r, const struct flag_chance *f)
+{
+	int flags = 0;
+
+	for (; f->pct; f++)
+		if (chance(r, f->pct))
+			flags |= f->flag;
+	return flags;
+}
+
 static uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
 {
 	struct rng r = { seed ^ (a << 40) ^ (b << 20) ^ c };
@@ -590,7 +606,7 @@ static void op_send(struct thread_ctx *t, int fd)
 	size_t size, left;
 	unsigned int i;
 	bool rights = false;
-	int flags = 0;
+	int flags;
 	ssize_t n;
 
 	switch (below(r, 20)) {
@@ -617,16 +633,9 @@ static void op_send(struct thread_ctx *t, int fd)
 		msg.msg_control = ctl;
 		msg.msg_controllen = random_cmsg(t, fd, ctl, sizeof(ctl), &rights);
 	}
-	if (chance(r, 60))
-		flags |= MSG_DONTWAIT;
-	if (chance(r, 80))
-		flags |= MSG_NOSIGNAL;
-	if (chance(r, 3))
-		flags |= MSG_OOB;
-	if (chance(r, 5))
-		flags |= MSG_EOR;
-	if (chance(r, 5))
-		flags |= MSG_MORE;
+	flags = random_flags(r, (const struct flag_chance[]){
+		{ 60, MSG_DONTWAIT }, { 80, MSG_NOSIGNAL }, { 3, MSG_OOB },
+		{ 5, MSG_EOR }, { 5, MSG_MORE }, { 0, 0 } });
 	n = sendmsg(fd, &msg, flags);
 	check(t, "sendmsg", n, E(ENOTCONN, EOPNOTSUPP, EHOSTUNREACH, EMSGSIZE,
 				 EPIPE, ECONNREFUSED, EAGAIN, ENOBUFS, EINVAL,
@@ -646,7 +655,7 @@ static void op_recv(struct thread_ctx *t, int fd)
 	struct iovec iov = { .iov_base = t->buf };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 	struct cmsghdr *c;
-	int flags = 0, *fds;
+	int flags, *fds;
 	size_t i, nfds;
 	ssize_t n;
 
@@ -659,18 +668,10 @@ static void op_recv(struct thread_ctx *t, int fd)
 		msg.msg_control = ctl;
 		msg.msg_controllen = below(r, sizeof(ctl) + 1);
 	}
-	if (chance(r, 80))
-		flags |= MSG_DONTWAIT;
-	if (chance(r, 10))
-		flags |= MSG_PEEK;
-	if (chance(r, 10))
-		flags |= MSG_TRUNC;
-	if (chance(r, 10))
-		flags |= MSG_CMSG_CLOEXEC;
-	if (chance(r, 3))
-		flags |= MSG_OOB;
-	if (chance(r, 3))
-		flags |= MSG_WAITALL;
+	flags = random_flags(r, (const struct flag_chance[]){
+		{ 80, MSG_DONTWAIT }, { 10, MSG_PEEK }, { 10, MSG_TRUNC },
+		{ 10, MSG_CMSG_CLOEXEC }, { 3, MSG_OOB }, { 3, MSG_WAITALL },
+		{ 0, 0 } });
 	n = recvmsg(fd, &msg, flags);
 	check(t, "recvmsg", n, E(ENOTCONN, EOPNOTSUPP, EAGAIN, EINVAL,
 				 ECONNRESET), NULL);
@@ -847,8 +848,9 @@ static void op_poll(struct thread_ctx *t)
 	check(t, "poll", poll(pfd, n, below(&t->r, 20)), E(EINVAL), NULL);
 }
 
-static void op_fcntl(int fd)
+static void op_fcntl(struct thread_ctx *t, int fd)
 {
+	(void)t;
 	int fl = fcntl(fd, F_GETFL);
 
 	if (fl >= 0)
@@ -905,72 +907,64 @@ static void op_netns(struct thread_ctx *t)
 	      E(EPERM, ENOSPC, EINVAL), NULL);
 }
 
+/* Rarely: a new network namespace, or a read of /proc/net/bus. */
+static void op_rare(struct thread_ctx *t)
+{
+	if (chance(&t->r, 50))
+		op_netns(t);
+	else
+		op_proc(t);
+}
+
+/*
+ * The operations and how often they are drawn (out of 100): those with
+ * `any` make their own sockets, those with `on_fd` work on a socket of
+ * the slots (nothing, when the slot drawn is empty).
+ */
+static const struct fuzz_op {
+	unsigned int weight;
+	void (*any)(struct thread_ctx *t);
+	void (*on_fd)(struct thread_ctx *t, int fd);
+} fuzz_ops[] = {
+	{ 5, op_socket, NULL },
+	{ 2, op_master, NULL },
+	{ 2, op_session, NULL },
+	{ 8, op_client, NULL },
+	{ 5, op_close, NULL },
+	{ 2, op_poll, NULL },
+	{ 1, op_rare, NULL },
+	{ 2, NULL, op_bind },
+	{ 2, NULL, op_listen },
+	{ 8, NULL, op_accept },
+	{ 3, NULL, op_connect },
+	{ 23, NULL, op_send },
+	{ 18, NULL, op_recv },
+	{ 8, NULL, op_setsockopt },
+	{ 3, NULL, op_getsockopt },
+	{ 3, NULL, op_shutdown },
+	{ 2, NULL, op_names },
+	{ 1, NULL, op_ioctl },
+	{ 1, NULL, op_fcntl },
+	{ 1, NULL, op_dup },
+};
+
 /* One random operation. */
 static void one_op(struct thread_ctx *t)
 {
-	struct rng *r = &t->r;
-	unsigned int op = below(r, 100);
-	int fd = slot_get(r);
+	unsigned int i, pick = below(&t->r, 100);
+	int fd = slot_get(&t->r);
 
-	if (op < 5) {
-		op_socket(t);
+	for (i = 0; i < sizeof(fuzz_ops) / sizeof(fuzz_ops[0]); i++) {
+		if (pick >= fuzz_ops[i].weight) {
+			pick -= fuzz_ops[i].weight;
+			continue;
+		}
+		if (fuzz_ops[i].any)
+			fuzz_ops[i].any(t);
+		else if (fd >= 0)
+			fuzz_ops[i].on_fd(t, fd);
 		return;
 	}
-	if (op < 7) {
-		op_master(t);
-		return;
-	}
-	if (op < 9) {
-		op_session(t);
-		return;
-	}
-	if (op < 17) {
-		op_client(t);
-		return;
-	}
-	if (op < 22) {
-		op_close(t);
-		return;
-	}
-	if (op < 24) {
-		op_poll(t);
-		return;
-	}
-	if (op == 24) {
-		if (chance(r, 50))
-			op_netns(t);
-		else
-			op_proc(t);
-		return;
-	}
-	if (fd < 0)
-		return;
-	if (op < 26)
-		op_bind(t, fd);
-	else if (op < 28)
-		op_listen(t, fd);
-	else if (op < 36)
-		op_accept(t, fd);
-	else if (op < 39)
-		op_connect(t, fd);
-	else if (op < 62)
-		op_send(t, fd);
-	else if (op < 80)
-		op_recv(t, fd);
-	else if (op < 88)
-		op_setsockopt(t, fd);
-	else if (op < 91)
-		op_getsockopt(t, fd);
-	else if (op < 94)
-		op_shutdown(t, fd);
-	else if (op < 96)
-		op_names(t, fd);
-	else if (op < 97)
-		op_ioctl(t, fd);
-	else if (op < 98)
-		op_fcntl(fd);
-	else
-		op_dup(t, fd);
 }
 
 /* ---- worker process ---- */

@@ -231,14 +231,7 @@ FIXTURE_SETUP(traffic)
 
 FIXTURE_TEARDOWN(traffic)
 {
-	int i;
-
-	for (i = 0; i < NCLIENTS; i++) {
-		if (self->pid[i] > 0) {
-			kill(self->pid[i], SIGKILL);
-			waitpid(self->pid[i], NULL, 0);
-		}
-	}
+	bus_kill_all(self->pid, NCLIENTS);
 	bus_close_peers(&self->m, self->p, NCLIENTS);
 	if (self->sh != MAP_FAILED)
 		munmap(self->sh, sizeof(*self->sh));
@@ -420,18 +413,8 @@ FIXTURE_SETUP(master)
 
 FIXTURE_TEARDOWN(master)
 {
-	int i;
-
-	if (self->master > 0) {
-		kill(self->master, SIGKILL);
-		waitpid(self->master, NULL, 0);
-	}
-	for (i = 0; i < NCLIENTS; i++) {
-		if (self->pid[i] > 0) {
-			kill(self->pid[i], SIGKILL);
-			waitpid(self->pid[i], NULL, 0);
-		}
-	}
+	bus_kill_all(&self->master, 1);
+	bus_kill_all(self->pid, NCLIENTS);
 	if (variant->path)
 		unlink(self->bus.sa.sbus_path);
 	if (self->sh != MAP_FAILED)

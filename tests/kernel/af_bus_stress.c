@@ -231,14 +231,7 @@ FIXTURE_SETUP(stress)
 
 FIXTURE_TEARDOWN(stress)
 {
-	int i;
-
-	for (i = 0; i < NCLIENTS; i++) {
-		if (self->pid[i] > 0) {
-			kill(self->pid[i], SIGKILL);
-			waitpid(self->pid[i], NULL, 0);
-		}
-	}
+	bus_kill_all(self->pid, NCLIENTS);
 	bus_close_peers(&self->m, self->p, NCLIENTS);
 	if (self->sh != MAP_FAILED)
 		munmap(self->sh, self->sh_size);

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -600,6 +602,20 @@ static inline void bus_call_finish(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, pthread_join(c->thread, NULL));
 	close(c->ready[0]);
 	close(c->ready[1]);
+}
+
+/* kill -9 and reap every process of pids[0..n-1] > 0, setting it to -1. */
+static inline void bus_kill_all(pid_t *pids, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (pids[i] > 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+		pids[i] = -1;
+	}
 }
 
 #endif /* AF_BUS_TEST_H */
