@@ -40,6 +40,7 @@
  * Output is kselftest TAP; the last line is the "# Totals:" line.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1077,32 +1078,46 @@ static pid_t spawn(unsigned int idx, unsigned int gen)
 
 /* ---- supervisor ---- */
 
+/* Print a small /proc file, prefixed with what it is. */
+static void print_file(const char *path, const char *what, int tid)
+{
+	char buf[1024];
+	ssize_t n;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	ksft_print_msg("thread %d %s: %s%s", tid, what, buf,
+		       buf[n - 1] == '\n' ? "" : "\n");
+}
+
+/* Where every thread of a stuck worker waits (wchan, kernel stack). */
 static void dump_task(pid_t pid)
 {
-	char path[96], buf[512];
-	ssize_t n;
-	int fd;
+	char path[128];
+	struct dirent *d;
+	DIR *dir;
 
-	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
-	fd = open(path, O_RDONLY);
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n > 0) {
-			buf[n] = 0;
-			ksft_print_msg("worker pid %d waits in %s\n", (int)pid, buf);
-		}
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		int tid = atoi(d->d_name);
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", (int)pid, tid);
+		print_file(path, "waits in", tid);
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stack", (int)pid, tid);
+		print_file(path, "stack", tid);
 	}
-	snprintf(path, sizeof(path), "/proc/%d/stack", (int)pid);
-	fd = open(path, O_RDONLY);
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n > 0) {
-			buf[n] = 0;
-			ksft_print_msg("worker pid %d stack:\n%s", (int)pid, buf);
-		}
-	}
+	closedir(dir);
 }
 
 /* Wait for pid until deadline (monotonic ms); true if it exited. */
