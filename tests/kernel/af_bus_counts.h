@@ -7,6 +7,7 @@
  *             every family, so the program itself must hold none extra)
  *   bus_socks the "sockets" column of the AF_BUS line of
  *             /proc/net/protocols (AF_BUS sockets of this namespace)
+ *   bus_lines the sockets /proc/net/bus lists (lines after its header)
  *   bus_slab  objects of the AF_BUS slab cache, from
  *             /sys/kernel/slab/AF_BUS/objects after writing to its
  *             "shrink" (which flushes the per-CPU slabs and KASAN's
@@ -33,6 +34,7 @@
 struct bus_counts {
 	long sockets;
 	long bus_socks;
+	long bus_lines;
 	long bus_slab;
 };
 
@@ -72,6 +74,22 @@ static inline long bus_count_protocol(const char *name)
 	return n;
 }
 
+/* Lines of /proc/net/bus after its header, or -1. */
+static inline long bus_count_proc_lines(void)
+{
+	FILE *f = fopen("/proc/net/bus", "r");
+	long n = -1;
+	int c;
+
+	if (!f)
+		return -1;
+	while ((c = fgetc(f)) != EOF)
+		if (c == '\n')
+			n++;
+	fclose(f);
+	return n;
+}
+
 /* Objects allocated in the AF_BUS slab cache, or -1. */
 static inline long bus_count_slab(void)
 {
@@ -104,6 +122,7 @@ static inline struct bus_counts bus_counts_now(void)
 	struct bus_counts c = {
 		.sockets = bus_count_sockstat(),
 		.bus_socks = bus_count_protocol("AF_BUS"),
+		.bus_lines = bus_count_proc_lines(),
 		.bus_slab = bus_count_slab(),
 	};
 
@@ -113,21 +132,22 @@ static inline struct bus_counts bus_counts_now(void)
 /* All three counts could be read. */
 static inline bool bus_counts_valid(const struct bus_counts *c)
 {
-	return c->sockets >= 0 && c->bus_socks >= 0 && c->bus_slab >= 0;
+	return c->sockets >= 0 && c->bus_socks >= 0 && c->bus_lines >= 0 &&
+	       c->bus_slab >= 0;
 }
 
 static inline bool bus_counts_equal(const struct bus_counts *a,
 				    const struct bus_counts *b)
 {
 	return a->sockets == b->sockets && a->bus_socks == b->bus_socks &&
-	       a->bus_slab == b->bus_slab;
+	       a->bus_lines == b->bus_lines && a->bus_slab == b->bus_slab;
 }
 
 static inline void bus_counts_print(FILE *f, const char *what,
 				    const struct bus_counts *c)
 {
-	fprintf(f, "# %s: sockets used %ld, AF_BUS sockets %ld, AF_BUS slab objects %ld\n",
-		what, c->sockets, c->bus_socks, c->bus_slab);
+	fprintf(f, "# %s: sockets used %ld, AF_BUS sockets %ld, /proc/net/bus lines %ld, AF_BUS slab objects %ld\n",
+		what, c->sockets, c->bus_socks, c->bus_lines, c->bus_slab);
 }
 
 /*
@@ -159,8 +179,8 @@ static inline struct bus_counts bus_counts_base(struct __test_metadata *_metadat
 
 	bus_counts_print(stderr, "baseline", &c);
 	ASSERT_TRUE(bus_counts_valid(&c))
-		TH_LOG("cannot read /proc/net/sockstat, /proc/net/protocols or "
-		       BUS_SLAB_DIR "/objects (CONFIG_SLUB_DEBUG?)");
+		TH_LOG("cannot read /proc/net/sockstat, /proc/net/protocols, "
+		       "/proc/net/bus or " BUS_SLAB_DIR "/objects");
 	return c;
 }
 
