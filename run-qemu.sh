@@ -15,8 +15,10 @@
 #                           the same with the debug kernel (kernel-patches/
 #                           debug.config: KASAN, lockdep, kmemleak, UBSAN,
 #                           ...), 2 GiB of guest memory, a kmemleak scan
-#                           after the tests (any leak fails the run), and
-#                           the fuzzer run for 120 s instead of 30 s
+#                           after the tests (any leak fails the run), the
+#                           fuzzer run for 120 s instead of 30 s, and the
+#                           stress test with 2000 multicasts each way
+#                           instead of 10000
 #
 # Environment:
 #   AFBUS_CPUS=2            CPUs given to the guest (it checks it sees them)
@@ -28,6 +30,7 @@
 #   AFBUS_BUILD=DIR         build directory (default: build/)
 #   AFBUS_FUZZ_SECONDS=N    how long tests/fuzz/af_bus_fuzz runs
 #   AFBUS_FUZZ_SEED=S       its seed (default: random, printed; replays a run)
+#   AFBUS_STRESS_MSGS=N     multicasts each way in tests/kernel/af_bus_stress
 set -eu
 . "$(dirname "$0")/build-aux/common.sh"
 
@@ -39,6 +42,7 @@ INITRAMFS=$AFBUS_BUILD/initramfs.cpio.gz
 LOG=$AFBUS_BUILD/guest.log
 MEM=1G
 FUZZ_SECONDS=${AFBUS_FUZZ_SECONDS:-30}
+STRESS_MSGS=${AFBUS_STRESS_MSGS:-10000}
 GUEST_APPEND=
 CHECKPATCH_LOG=$AFBUS_BUILD/checkpatch.log
 
@@ -47,7 +51,7 @@ CHECKPATCH_LOG=$AFBUS_BUILD/checkpatch.log
 BAD_KMSG='(BUG|WARNING|INFO|Oops|UBSAN):|kernel BUG at|cut here|Call Trace|KASAN|kmemleak:.*leak|unreferenced object|possible circular locking|general protection fault|Kernel panic|RIP: [0-9a-f]{4}:'
 
 usage() {
-	sed -n '4,32s/^# \{0,1\}//p' "$0"
+	sed -n '4,35s/^# \{0,1\}//p' "$0"
 	exit 2
 }
 
@@ -74,7 +78,7 @@ run_qemu() {
 		-chardev stdio,id=console,mux=on,signal=off,logfile="$LOG" \
 		-serial chardev:console -mon chardev=console \
 		-kernel "$KERNEL" -initrd "$INITRAMFS" \
-		-append "console=ttyS0 panic=-1 afbus.mode=$mode afbus.cpus=$CPUS afbus.test_timeout=$TEST_TIMEOUT afbus.fuzz_seconds=$FUZZ_SECONDS afbus.fuzz_seed=${AFBUS_FUZZ_SEED:-} $GUEST_APPEND ${AFBUS_APPEND:-}"
+		-append "console=ttyS0 panic=-1 afbus.mode=$mode afbus.cpus=$CPUS afbus.test_timeout=$TEST_TIMEOUT afbus.fuzz_seconds=$FUZZ_SECONDS afbus.fuzz_seed=${AFBUS_FUZZ_SEED:-} afbus.stress_msgs=$STRESS_MSGS $GUEST_APPEND ${AFBUS_APPEND:-}"
 }
 
 # The kernel log the guest dumped at the end, without \r.
@@ -162,6 +166,8 @@ use_debug_kernel() {
 	TEST_TIMEOUT=${AFBUS_TEST_TIMEOUT:-1800}
 	MEM=2G
 	FUZZ_SECONDS=${AFBUS_FUZZ_SECONDS:-120}
+	# 10000 each way take over 20 minutes under KASAN and lockdep
+	STRESS_MSGS=${AFBUS_STRESS_MSGS:-2000}
 	GUEST_APPEND="afbus.debug=1 kmemleak.verbose=1"
 }
 
