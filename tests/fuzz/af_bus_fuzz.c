@@ -742,7 +742,10 @@ static void op_setsockopt(struct thread_ctx *t, int fd)
 		return;
 	}
 	if (chance(r, 10)) {
+		/* any level but SOL_SOCKET's, whose errors are the core's */
 		level = below(r, 300);
+		if (level == SOL_SOCKET)
+			level = 0;
 		name = below(r, 70);
 		snprintf(detail, sizeof(detail), "level %d name %d", level, name);
 		check(t, "setsockopt", setsockopt(fd, level, name, val, len),
