@@ -51,7 +51,7 @@ CHECKPATCH_LOG=$AFBUS_BUILD/checkpatch.log
 
 # Kernel messages that mean something went wrong in the guest.  Matched
 # against the guest's dmesg only (not against test output).
-BAD_KMSG='(BUG|WARNING|INFO|Oops|UBSAN):|kernel BUG at|cut here|Call Trace|KASAN|kmemleak:.*leak|unreferenced object|possible circular locking|general protection fault|Kernel panic|RIP: [0-9a-f]{4}:'
+BAD_KMSG='(BUG|WARNING|INFO|Oops|UBSAN):|kernel BUG at|cut here|Call Trace|KASAN|kmemleak: [0-9]+ new suspected memory leak|unreferenced object|possible circular locking|general protection fault|Kernel panic|RIP: [0-9a-f]{4}:'
 
 usage() {
 	sed -n '4,36s/^# \{0,1\}//p' "$0"
