@@ -27,6 +27,7 @@
 #include <dbus/dbus-hash.h>
 
 #include "bus.h"
+#include "dispatch.h"
 #include "services.h"
 #include "utils.h"
 
@@ -52,6 +53,13 @@
  *   with the signal org.freedesktop.DBus.AF_BUS.Forwarded (name,
  *   address), address 0 meaning "keep sending through the daemon".
  *   The client library counts them to keep its messages in order.
+ *
+ * - When an AF_BUS client leaves, the signal
+ *   org.freedesktop.DBus.AF_BUS.PeerGone (s unique-name) goes to the
+ *   connections whose match rules ask for it: the client library of a
+ *   peer that called it directly, through the kernel, answers its calls
+ *   still waiting for a reply with NoReply, as the daemon answers the
+ *   calls it forwarded.
  */
 
 #ifdef DBUS_HAVE_AFBUS
@@ -233,6 +241,34 @@ set_addr (DBusConnection *connection,
   return TRUE;
 }
 
+/* PeerGone (name) to the connections whose match rules want it. */
+static dbus_bool_t
+send_peer_gone (BusTransaction *transaction,
+                const char     *name,
+                DBusError      *error)
+{
+  DBusMessage *message;
+  dbus_bool_t ok;
+
+  message = dbus_message_new_signal (DBUS_PATH_DBUS, DBUS_INTERFACE_AFBUS,
+                                     "PeerGone");
+  if (message == NULL ||
+      !dbus_message_set_sender (message, DBUS_SERVICE_DBUS) ||
+      !dbus_message_append_args (message, DBUS_TYPE_STRING, &name,
+                                 DBUS_TYPE_INVALID) ||
+      !bus_transaction_capture (transaction, NULL, NULL, message))
+    {
+      if (message != NULL)
+        dbus_message_unref (message);
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+
+  ok = bus_dispatch_matches (transaction, NULL, NULL, message, error);
+  dbus_message_unref (message);
+  return ok;
+}
+
 dbus_bool_t
 bus_afbus_name_owner_changed (BusTransaction *transaction,
                               const char     *name,
@@ -244,7 +280,12 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
   dbus_uint64_t addr;
 
   if (name[0] == ':')
-    return TRUE;
+    {
+      if ((new_owner == NULL || new_owner[0] == '\0') &&
+          _dbus_afbus_addr_from_unique_name (name, &addr))
+        return send_peer_gone (transaction, name, error);
+      return TRUE;
+    }
 
   old_conn = lookup_owner (transaction, old_owner);
   new_conn = lookup_owner (transaction, new_owner);

@@ -343,6 +343,214 @@ _dbus_afbus_name_cache_forwarded (DBusAfbusNameCache *cache,
   return TRUE;
 }
 
+typedef struct
+{
+  dbus_uint64_t addr;           /**< the peer's address, 0 if the slot is free */
+  DBusList *serials;            /**< our calls to it still waiting for a reply */
+  dbus_uint32_t check_serial;   /**< our GetNameOwner about it, 0 if answered */
+  unsigned long last_use;       /**< LRU clock at the last call */
+} DBusAfbusPeer;
+
+/**
+ * The peers a client calls directly, by unique name, through the kernel.
+ *
+ * The daemon does not see such calls, so it cannot answer them with
+ * NoReply when the callee disconnects, as it answers calls it forwarded.
+ * Instead the client watches each peer it has called: it asks the
+ * daemon for the signal org.freedesktop.DBus.AF_BUS.PeerGone (s name)
+ * with a match rule on the peer's name, and checks with GetNameOwner
+ * that the peer was still there once the rule was in place.  When the
+ * peer is gone, every call to it still waiting for its reply gets a
+ * NoReply error from the library, as the daemon would send it.
+ *
+ * Replies from the peer come before PeerGone: the peer sent them before
+ * its socket closed, the daemon sends PeerGone after, and the bus
+ * orders all messages totally.
+ *
+ * A watch stays while the client calls the peer, so that a client
+ * calling the same peer again and again costs the daemon nothing; the
+ * least recently called idle peer is unwatched when a new peer needs
+ * the room.  When every slot has calls waiting, the new peer is not
+ * watched and its callers wait for their timeout, as before.
+ */
+struct DBusAfbusPeers
+{
+  DBusAfbusPeer entries[DBUS_AFBUS_PEER_WATCH_SIZE];
+  unsigned long clock;
+};
+
+DBusAfbusPeers *
+_dbus_afbus_peers_new (void)
+{
+  return dbus_new0 (DBusAfbusPeers, 1);
+}
+
+void
+_dbus_afbus_peers_free (DBusAfbusPeers *peers)
+{
+  int i;
+
+  if (peers == NULL)
+    return;
+
+  for (i = 0; i < DBUS_AFBUS_PEER_WATCH_SIZE; i++)
+    _dbus_list_clear (&peers->entries[i].serials);
+
+  dbus_free (peers);
+}
+
+static DBusAfbusPeer *
+peers_find (DBusAfbusPeers *peers,
+            dbus_uint64_t   addr)
+{
+  int i;
+
+  for (i = 0; i < DBUS_AFBUS_PEER_WATCH_SIZE; i++)
+    if (peers->entries[i].addr == addr)
+      return &peers->entries[i];
+
+  return NULL;
+}
+
+/**
+ * Records a method call expecting a reply, sent straight to the peer at
+ * @p addr.  *watch is set when the peer was not watched yet and the
+ * caller must start watching it; *unwatch to the address of a peer
+ * whose watch the caller must end (0 if none).
+ *
+ * @returns #FALSE if no memory (the call is then not recorded)
+ */
+dbus_bool_t
+_dbus_afbus_peers_call_sent (DBusAfbusPeers *peers,
+                             dbus_uint64_t   addr,
+                             dbus_uint32_t   serial,
+                             dbus_bool_t    *watch,
+                             dbus_uint64_t  *unwatch)
+{
+  DBusAfbusPeer *e, *victim = NULL;
+  int i;
+
+  *watch = FALSE;
+  *unwatch = 0;
+
+  e = peers_find (peers, addr);
+  if (e == NULL)
+    {
+      for (i = 0; i < DBUS_AFBUS_PEER_WATCH_SIZE; i++)
+        {
+          DBusAfbusPeer *p = &peers->entries[i];
+
+          if (p->addr == 0)
+            {
+              victim = p;
+              break;
+            }
+          if (p->serials == NULL && p->check_serial == 0 &&
+              (victim == NULL || p->last_use < victim->last_use))
+            victim = p;
+        }
+
+      if (victim == NULL)
+        {
+          _dbus_verbose ("AF_BUS: every watched peer has calls waiting;"
+                         " %016" PRIx64 " not watched\n", addr);
+          return TRUE;
+        }
+
+      *unwatch = victim->addr;
+      *watch = TRUE;
+      e = victim;
+      e->addr = addr;
+      e->check_serial = 0;
+    }
+
+  e->last_use = ++peers->clock;
+
+  if (!_dbus_list_append (&e->serials, _DBUS_INT_TO_POINTER (serial)))
+    return FALSE;
+
+  return TRUE;
+}
+
+/** Records the serial of the GetNameOwner that checks @p addr is there. */
+void
+_dbus_afbus_peers_set_check_serial (DBusAfbusPeers *peers,
+                                    dbus_uint64_t   addr,
+                                    dbus_uint32_t   serial)
+{
+  DBusAfbusPeer *e = peers_find (peers, addr);
+
+  if (e != NULL)
+    e->check_serial = serial;
+}
+
+/**
+ * Finds the peer that the GetNameOwner of serial @p serial was about.
+ *
+ * @returns #TRUE with @p addr set if @p serial was such a check
+ */
+dbus_bool_t
+_dbus_afbus_peers_take_check_serial (DBusAfbusPeers *peers,
+                                     dbus_uint32_t   serial,
+                                     dbus_uint64_t  *addr)
+{
+  int i;
+
+  if (serial == 0)
+    return FALSE;
+
+  for (i = 0; i < DBUS_AFBUS_PEER_WATCH_SIZE; i++)
+    {
+      DBusAfbusPeer *e = &peers->entries[i];
+
+      if (e->addr != 0 && e->check_serial == serial)
+        {
+          e->check_serial = 0;
+          *addr = e->addr;
+          return TRUE;
+        }
+    }
+
+  return FALSE;
+}
+
+/** Records a reply (or error) from @p addr to our call @p reply_serial. */
+void
+_dbus_afbus_peers_reply_received (DBusAfbusPeers *peers,
+                                  dbus_uint64_t   addr,
+                                  dbus_uint32_t   reply_serial)
+{
+  DBusAfbusPeer *e = peers_find (peers, addr);
+
+  if (e != NULL)
+    _dbus_list_remove (&e->serials, _DBUS_INT_TO_POINTER (reply_serial));
+}
+
+/**
+ * The peer at @p addr is gone: ends its watch and gives the serials of
+ * the calls still waiting for its reply (a list the caller clears).
+ *
+ * @returns #FALSE if the peer was not watched
+ */
+dbus_bool_t
+_dbus_afbus_peers_gone (DBusAfbusPeers  *peers,
+                        dbus_uint64_t    addr,
+                        DBusList       **serials)
+{
+  DBusAfbusPeer *e = peers_find (peers, addr);
+
+  *serials = NULL;
+  if (e == NULL || addr == 0)
+    return FALSE;
+
+  *serials = e->serials;
+  e->serials = NULL;
+  e->addr = 0;
+  e->check_serial = 0;
+  e->last_use = 0;
+  return TRUE;
+}
+
 /** @} */
 
 #endif /* DBUS_HAVE_AFBUS */

@@ -20,6 +20,7 @@
 
 #include <dbus/dbus-internals.h>
 #include <dbus/dbus-string.h>
+#include <dbus/dbus-list.h>
 
 #ifdef __linux__
 #define DBUS_HAVE_AFBUS 1
@@ -56,6 +57,9 @@ DBUS_BEGIN_DECLS
 /** Number of well-known names a client remembers (least recently used go). */
 #define DBUS_AFBUS_NAME_CACHE_SIZE   64
 
+/** Number of peers a client watches for its direct calls (idle ones go). */
+#define DBUS_AFBUS_PEER_WATCH_SIZE   64
+
 DBUS_PRIVATE_EXPORT
 dbus_bool_t   _dbus_afbus_unique_name_from_addr (dbus_uint64_t     addr,
                                                  DBusString       *name);
@@ -81,6 +85,28 @@ dbus_bool_t   _dbus_afbus_name_cache_sent_to_master (DBusAfbusNameCache *cache,
 dbus_bool_t   _dbus_afbus_name_cache_forwarded  (DBusAfbusNameCache *cache,
                                                  const char         *name,
                                                  dbus_uint64_t       addr);
+
+typedef struct DBusAfbusPeers DBusAfbusPeers;
+
+DBusAfbusPeers *_dbus_afbus_peers_new           (void);
+void          _dbus_afbus_peers_free            (DBusAfbusPeers     *peers);
+dbus_bool_t   _dbus_afbus_peers_call_sent       (DBusAfbusPeers     *peers,
+                                                 dbus_uint64_t       addr,
+                                                 dbus_uint32_t       serial,
+                                                 dbus_bool_t        *watch,
+                                                 dbus_uint64_t      *unwatch);
+void          _dbus_afbus_peers_set_check_serial (DBusAfbusPeers    *peers,
+                                                 dbus_uint64_t       addr,
+                                                 dbus_uint32_t       serial);
+dbus_bool_t   _dbus_afbus_peers_take_check_serial (DBusAfbusPeers   *peers,
+                                                 dbus_uint32_t       serial,
+                                                 dbus_uint64_t      *addr);
+void          _dbus_afbus_peers_reply_received  (DBusAfbusPeers     *peers,
+                                                 dbus_uint64_t       addr,
+                                                 dbus_uint32_t       reply_serial);
+dbus_bool_t   _dbus_afbus_peers_gone            (DBusAfbusPeers     *peers,
+                                                 dbus_uint64_t       addr,
+                                                 DBusList          **serials);
 
 DBUS_END_DECLS
 

@@ -77,6 +77,13 @@ struct DBusTransportAfbus
   dbus_uint64_t own_addr;               /**< Client: our prefix-0 address */
   DBusString own_name;                  /**< Client: our unique name */
   DBusAfbusNameCache *names;            /**< Client: well-known name cache */
+  DBusAfbusPeers *peers;                /**< Client: peers we called directly */
+  DBusList *internal;                   /**< Client: our own messages to the
+                                         *   daemon (peer watches) not yet
+                                         *   written */
+  dbus_uint32_t internal_serials[16];   /**< Client: serials of the last ones,
+                                         *   whose error replies we eat */
+  unsigned int next_internal;           /**< Next slot of internal_serials */
   unsigned long n_dropped;              /**< Messages dropped from peers
                                          *   that lied about their sender
                                          *   or were not one valid message */
@@ -119,6 +126,9 @@ afbus_finalize (DBusTransport *transport)
   free_watches (transport);
   _dbus_string_free (&afbus_transport->own_name);
   _dbus_afbus_name_cache_free (afbus_transport->names);
+  _dbus_afbus_peers_free (afbus_transport->peers);
+  _dbus_list_clear_full (&afbus_transport->internal,
+                         (DBusFreeFunction) dbus_message_unref);
   _dbus_transport_finalize_base (transport);
   dbus_free (transport);
 }
@@ -135,7 +145,8 @@ check_write_watch (DBusTransport *transport)
   _dbus_transport_ref (transport);
 
   if (_dbus_transport_try_to_authenticate (transport))
-    needed = _dbus_connection_has_messages_to_send_unlocked (transport->connection);
+    needed = _dbus_connection_has_messages_to_send_unlocked (transport->connection) ||
+      afbus_transport->internal != NULL;
   else if (transport->send_credentials_pending)
     needed = TRUE;
   else
@@ -697,6 +708,283 @@ send_message (DBusTransportAfbus *afbus_transport,
   return bytes;
 }
 
+/*
+ * Peer watches (see DBusAfbusPeers in dbus-afbus.c): our own messages to
+ * the daemon, which the application never sees.  They are written before
+ * the application's messages, straight from their own queue; their
+ * serials come from the connection, so no reply can be taken for
+ * another's.
+ */
+
+#define AFBUS_PEER_GONE_RULE \
+  "type='signal',sender='" DBUS_SERVICE_DBUS "',path='" DBUS_PATH_DBUS "'," \
+  "interface='" DBUS_INTERFACE_AFBUS "',member='PeerGone',arg0='%s'"
+
+/* Queues the driver method @method (s arg) for the daemon; returns its
+ * serial, or 0 if no memory. */
+static dbus_uint32_t
+queue_internal_call (DBusTransportAfbus *afbus_transport,
+                     const char         *method,
+                     const char         *arg,
+                     dbus_bool_t         no_reply)
+{
+  DBusTransport *transport = (DBusTransport *) afbus_transport;
+  DBusMessage *message;
+  dbus_uint32_t serial;
+
+  message = dbus_message_new_method_call (DBUS_SERVICE_DBUS, DBUS_PATH_DBUS,
+                                          DBUS_INTERFACE_DBUS, method);
+  if (message == NULL)
+    return 0;
+
+  serial = _dbus_connection_get_next_client_serial (transport->connection);
+  dbus_message_set_serial (message, serial);
+  dbus_message_set_no_reply (message, no_reply);
+
+  if (!dbus_message_append_args (message, DBUS_TYPE_STRING, &arg,
+                                 DBUS_TYPE_INVALID) ||
+      !dbus_message_set_sender (message,
+                                _dbus_string_get_const_data (&afbus_transport->own_name)) ||
+      !_dbus_list_append (&afbus_transport->internal, message))
+    {
+      dbus_message_unref (message);
+      return 0;
+    }
+
+  dbus_message_lock (message);
+  afbus_transport->internal_serials[afbus_transport->next_internal++ %
+                                    _DBUS_N_ELEMENTS (afbus_transport->internal_serials)] = serial;
+  return serial;
+}
+
+/* Asks the daemon for PeerGone about @addr (@add) or no longer (!@add).
+ * FALSE if no memory. */
+static dbus_bool_t
+watch_peer (DBusTransportAfbus *afbus_transport,
+            dbus_uint64_t       addr,
+            dbus_bool_t         add)
+{
+  DBusString name, rule;
+  dbus_bool_t ok = FALSE;
+
+  if (!_dbus_string_init (&name))
+    return FALSE;
+  if (!_dbus_string_init (&rule))
+    {
+      _dbus_string_free (&name);
+      return FALSE;
+    }
+
+  if (!_dbus_afbus_unique_name_from_addr (addr, &name) ||
+      !_dbus_string_append_printf (&rule, AFBUS_PEER_GONE_RULE,
+                                   _dbus_string_get_const_data (&name)))
+    goto out;
+
+  if (!add)
+    {
+      ok = queue_internal_call (afbus_transport, "RemoveMatch",
+                                _dbus_string_get_const_data (&rule), TRUE) != 0;
+    }
+  else
+    {
+      dbus_uint32_t check;
+
+      /* The peer may have left before the rule is in place: the daemon
+       * handles the two calls in order, so GetNameOwner tells. */
+      if (queue_internal_call (afbus_transport, "AddMatch",
+                               _dbus_string_get_const_data (&rule), TRUE) == 0)
+        goto out;
+
+      check = queue_internal_call (afbus_transport, "GetNameOwner",
+                                   _dbus_string_get_const_data (&name), FALSE);
+      if (check == 0)
+        goto out;
+
+      _dbus_afbus_peers_set_check_serial (afbus_transport->peers, addr, check);
+      ok = TRUE;
+    }
+
+  _dbus_verbose ("AF_BUS: %s watching %s\n", add ? "start" : "stop",
+                 _dbus_string_get_const_data (&name));
+
+ out:
+  _dbus_string_free (&rule);
+  _dbus_string_free (&name);
+  return ok;
+}
+
+/* Records a method call sent straight to a peer, and watches the peer. */
+static void
+direct_call_sent (DBusTransportAfbus *afbus_transport,
+                  DBusMessage        *message,
+                  dbus_uint64_t       dest)
+{
+  dbus_bool_t watch;
+  dbus_uint64_t unwatch;
+
+  if (dbus_message_get_type (message) != DBUS_MESSAGE_TYPE_METHOD_CALL ||
+      dbus_message_get_no_reply (message) ||
+      (dest >> BUS_PREFIX_SHIFT) != 0)
+    return;
+
+  /* Without memory the call is not watched: it may wait for its timeout. */
+  if (!_dbus_afbus_peers_call_sent (afbus_transport->peers, dest,
+                                    dbus_message_get_serial (message),
+                                    &watch, &unwatch))
+    return;
+
+  if (unwatch != 0)
+    watch_peer (afbus_transport, unwatch, FALSE);
+  if (watch && !watch_peer (afbus_transport, dest, TRUE))
+    {
+      DBusList *serials;
+
+      /* Not watched after all: forget it, to try again next time. */
+      _dbus_afbus_peers_gone (afbus_transport->peers, dest, &serials);
+      _dbus_list_clear (&serials);
+    }
+}
+
+/*
+ * Writes our own messages to the daemon.  TRUE when all are written;
+ * FALSE when the socket is full (or the transport broke).
+ */
+static dbus_bool_t
+write_internal (DBusTransportAfbus *afbus_transport)
+{
+  DBusTransport *transport = (DBusTransport *) afbus_transport;
+
+  while (afbus_transport->internal != NULL && !transport->disconnected)
+    {
+      DBusMessage *message = afbus_transport->internal->data;
+      int saved_errno;
+
+      if (send_message (afbus_transport, message, FALSE, DBUS_AFBUS_MASTER) < 0)
+        {
+          saved_errno = errno;
+          if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno) ||
+              _dbus_get_is_errno_epipe (saved_errno) ||
+              _dbus_get_is_errno_enomem (saved_errno))
+            return FALSE;
+
+          _dbus_verbose ("Error writing to the daemon: %s\n",
+                         _dbus_strerror (saved_errno));
+          do_io_error (transport);
+          return FALSE;
+        }
+
+      _dbus_list_pop_first (&afbus_transport->internal);
+      dbus_message_unref (message);
+    }
+
+  return !transport->disconnected;
+}
+
+/*
+ * The peer at @addr is gone: every call to it that waits for a reply
+ * gets NoReply, as the daemon answers the calls it forwarded.  FALSE if
+ * no memory.
+ */
+static dbus_bool_t
+peer_gone (DBusTransportAfbus *afbus_transport,
+           dbus_uint64_t       addr)
+{
+  DBusTransport *transport = (DBusTransport *) afbus_transport;
+  DBusList *serials = NULL;
+  DBusList *link;
+  dbus_bool_t ok = TRUE;
+
+  if (!_dbus_afbus_peers_gone (afbus_transport->peers, addr, &serials))
+    return TRUE;
+
+  /* The daemon drops the rule with the connection it was about only if
+   * that is ours; remove it. */
+  watch_peer (afbus_transport, addr, FALSE);
+
+  for (link = serials; link != NULL; link = _dbus_list_get_next_link (&serials, link))
+    {
+      dbus_uint32_t serial = (dbus_uint32_t) _DBUS_POINTER_TO_INT (link->data);
+      DBusMessage *reply;
+      DBusList *reply_link;
+      const char *text = "Message recipient disconnected from message bus"
+        " without replying";
+
+      reply = dbus_message_new (DBUS_MESSAGE_TYPE_ERROR);
+      if (reply == NULL ||
+          !dbus_message_set_error_name (reply, DBUS_ERROR_NO_REPLY) ||
+          !dbus_message_set_reply_serial (reply, serial) ||
+          !dbus_message_set_sender (reply, DBUS_SERVICE_DBUS) ||
+          !dbus_message_set_destination (reply,
+                                         _dbus_string_get_const_data (&afbus_transport->own_name)) ||
+          !dbus_message_append_args (reply, DBUS_TYPE_STRING, &text,
+                                     DBUS_TYPE_INVALID) ||
+          (reply_link = _dbus_list_alloc_link (reply)) == NULL)
+        {
+          if (reply != NULL)
+            dbus_message_unref (reply);
+          ok = FALSE;
+          continue;
+        }
+
+      dbus_message_set_no_reply (reply, TRUE);
+      _dbus_verbose ("AF_BUS: NoReply for call %u to %016" PRIx64 "\n",
+                     serial, addr);
+      _dbus_connection_queue_synthesized_message_link (transport->connection,
+                                                       reply_link);
+    }
+
+  _dbus_list_clear (&serials);
+  return ok;
+}
+
+/*
+ * Handles (and eats) the daemon's answers to our own messages and its
+ * PeerGone signals.  *eaten is set when the application must not see
+ * @message.  FALSE if no memory.
+ */
+static dbus_bool_t
+handle_internal (DBusTransportAfbus *afbus_transport,
+                 DBusMessage        *message,
+                 dbus_bool_t        *eaten)
+{
+  dbus_uint32_t reply_serial = dbus_message_get_reply_serial (message);
+  dbus_uint64_t addr;
+  unsigned int i;
+
+  *eaten = FALSE;
+
+  if (dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "PeerGone"))
+    {
+      const char *name;
+
+      *eaten = TRUE;
+      if (dbus_message_get_args (message, NULL, DBUS_TYPE_STRING, &name,
+                                 DBUS_TYPE_INVALID) &&
+          _dbus_afbus_addr_from_unique_name (name, &addr))
+        return peer_gone (afbus_transport, addr);
+      return TRUE;
+    }
+
+  if (reply_serial == 0)
+    return TRUE;
+
+  if (_dbus_afbus_peers_take_check_serial (afbus_transport->peers,
+                                           reply_serial, &addr))
+    {
+      *eaten = TRUE;
+      /* GetNameOwner: no owner means the peer left before the rule. */
+      if (dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_ERROR)
+        return peer_gone (afbus_transport, addr);
+      return TRUE;
+    }
+
+  for (i = 0; i < _DBUS_N_ELEMENTS (afbus_transport->internal_serials); i++)
+    if (afbus_transport->internal_serials[i] == reply_serial)
+      *eaten = TRUE;
+
+  return TRUE;
+}
+
 /* returns false on oom */
 static dbus_bool_t
 do_writing (DBusTransport *transport)
@@ -706,6 +994,9 @@ do_writing (DBusTransport *transport)
 
   if (!_dbus_transport_try_to_authenticate (transport) ||
       transport->disconnected)
+    return TRUE;
+
+  if (!transport->is_server && !write_internal (afbus_transport))
     return TRUE;
 
   while (!transport->disconnected &&
@@ -740,6 +1031,13 @@ do_writing (DBusTransport *transport)
           _dbus_verbose (" wrote message of %d bytes to %016" PRIx64 "\n",
                          bytes, dest);
           total += bytes;
+
+          if (addressed)
+            {
+              direct_call_sent (afbus_transport, message, dest);
+              /* A full socket: the watch waits for the next write. */
+              write_internal (afbus_transport);
+            }
 
           /* Counted before it is gone: the message owns @well_known. */
           if (well_known != NULL &&
@@ -846,11 +1144,24 @@ check_incoming (DBusTransportAfbus *afbus_transport,
 
   if (source == DBUS_AFBUS_MASTER)
     {
+      dbus_bool_t eaten;
+
       /* The daemon is trusted like the other end of any transport. */
       message = _dbus_message_loader_peek_message (loader);
-      if (message != NULL)
-        return handle_forwarded (afbus_transport, message);
-      return TRUE;
+      if (message == NULL)
+        return TRUE;
+
+      if (!handle_internal (afbus_transport, message, &eaten))
+        return FALSE;
+
+      if (eaten)
+        {
+          message = _dbus_message_loader_pop_message (loader);
+          dbus_message_unref (message);
+          return TRUE;
+        }
+
+      return handle_forwarded (afbus_transport, message);
     }
 
   if (_dbus_message_loader_get_is_corrupted (loader) ||
@@ -878,6 +1189,10 @@ check_incoming (DBusTransportAfbus *afbus_transport,
       drop = (sender == NULL ||
               strcmp (sender, _dbus_string_get_const_data (&expected)) != 0);
       _dbus_string_free (&expected);
+
+      if (!drop && dbus_message_get_reply_serial (message) != 0)
+        _dbus_afbus_peers_reply_received (afbus_transport->peers, source,
+                                          dbus_message_get_reply_serial (message));
     }
 
   if (drop)
@@ -911,6 +1226,10 @@ do_reading (DBusTransport *transport)
 
   if (!_dbus_transport_try_to_authenticate (transport))
     return TRUE;
+
+  /* Peer watches queued while reading, or left by a full socket. */
+  if (!transport->is_server && afbus_transport->internal != NULL)
+    write_internal (afbus_transport);
 
   for (;;)
     {
@@ -1255,6 +1574,10 @@ _dbus_transport_new_for_afbus (DBusSocket        fd,
       afbus_transport->names = _dbus_afbus_name_cache_new ();
       if (afbus_transport->names == NULL)
         goto failed;
+
+      afbus_transport->peers = _dbus_afbus_peers_new ();
+      if (afbus_transport->peers == NULL)
+        goto failed;
     }
 
   afbus_transport->write_watch = _dbus_watch_new (_dbus_socket_get_pollable (fd),
@@ -1297,6 +1620,7 @@ _dbus_transport_new_for_afbus (DBusSocket        fd,
       _dbus_watch_unref (afbus_transport->write_watch);
     }
   _dbus_afbus_name_cache_free (afbus_transport->names);
+  _dbus_afbus_peers_free (afbus_transport->peers);
   _dbus_string_free (&afbus_transport->own_name);
   dbus_free (afbus_transport);
   return NULL;
