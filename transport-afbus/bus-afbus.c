@@ -52,7 +52,15 @@
  *   name (not the daemon's own) is answered, once it is dispatched,
  *   with the signal org.freedesktop.DBus.AF_BUS.Forwarded (name,
  *   address), address 0 meaning "keep sending through the daemon".
- *   The client library counts them to keep its messages in order.
+ *   The client library counts them to keep its messages in order.  The
+ *   address is given only once the forwarded message is in the kernel
+ *   (the daemon's queue for the owner is empty after the transaction):
+ *   the kernel orders the client's direct messages after it.  While the
+ *   owner's queue is backed up, or while an activation is pending or
+ *   failed, Forwarded says 0.
+ *
+ * - Address moves are undone when the daemon cancels the transaction
+ *   that made them (as it undoes the name ownership change).
  *
  * - When an AF_BUS client leaves, the signal
  *   org.freedesktop.DBus.AF_BUS.PeerGone (s unique-name) goes to the
@@ -269,6 +277,48 @@ send_peer_gone (BusTransaction *transaction,
   return ok;
 }
 
+typedef struct
+{
+  DBusConnection *removed_from;   /**< the address was taken from it */
+  DBusConnection *added_to;       /**< the address was given to it */
+  dbus_uint64_t addr;
+} AddrMove;
+
+static void
+addr_move_free (void *data)
+{
+  AddrMove *move = data;
+
+  if (move->removed_from != NULL)
+    dbus_connection_unref (move->removed_from);
+  if (move->added_to != NULL)
+    dbus_connection_unref (move->added_to);
+  dbus_free (move);
+}
+
+/* The transaction is cancelled: the name stays where it was, so does
+ * its address. */
+static void
+addr_move_cancel (void *data)
+{
+  AddrMove *move = data;
+  DBusError error = DBUS_ERROR_INIT;
+
+  if (move->added_to != NULL &&
+      !set_addr (move->added_to, BUS_DEL_ADDR, move->addr, &error))
+    {
+      _dbus_verbose ("undo: %s\n", error.message);
+      dbus_error_free (&error);
+    }
+
+  if (move->removed_from != NULL &&
+      !set_addr (move->removed_from, BUS_ADD_ADDR, move->addr, &error))
+    {
+      _dbus_verbose ("undo: %s\n", error.message);
+      dbus_error_free (&error);
+    }
+}
+
 dbus_bool_t
 bus_afbus_name_owner_changed (BusTransaction *transaction,
                               const char     *name,
@@ -276,6 +326,7 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
                               const char     *new_owner,
                               DBusError      *error)
 {
+  AddrMove *move;
   DBusConnection *old_conn, *new_conn;
   dbus_uint64_t addr;
 
@@ -303,6 +354,15 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
       return TRUE;      /* never had an AF_BUS owner: no address */
     }
 
+  /* Allocated first: an address move that cannot be undone is not made. */
+  move = dbus_new0 (AddrMove, 1);
+  if (move == NULL)
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+  move->addr = addr;
+
   if (old_conn != NULL)
     {
       DBusError tmp_error = DBUS_ERROR_INIT;
@@ -313,10 +373,29 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
           _dbus_verbose ("%s\n", tmp_error.message);
           dbus_error_free (&tmp_error);
         }
+      else if (bus_afbus_connection_is_afbus (old_conn))
+        move->removed_from = dbus_connection_ref (old_conn);
     }
 
   if (new_conn != NULL)
-    return set_addr (new_conn, BUS_ADD_ADDR, addr, error);
+    {
+      if (!set_addr (new_conn, BUS_ADD_ADDR, addr, error))
+        {
+          addr_move_cancel (move);
+          addr_move_free (move);
+          return FALSE;
+        }
+      move->added_to = dbus_connection_ref (new_conn);
+    }
+
+  if (!bus_transaction_add_cancel_hook (transaction, addr_move_cancel, move,
+                                        addr_move_free))
+    {
+      addr_move_cancel (move);
+      addr_move_free (move);
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
 
   return TRUE;
 }
@@ -325,10 +404,12 @@ dbus_bool_t
 bus_afbus_send_forwarded (BusTransaction *transaction,
                           DBusConnection *sender,
                           const char     *name,
+                          dbus_bool_t     give_address,
                           DBusError      *error)
 {
   BusRegistry *registry;
   BusService *service;
+  DBusConnection *owner = NULL;
   DBusMessage *message;
   DBusString str;
   dbus_uint64_t addr = 0;
@@ -341,8 +422,14 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
   registry = bus_context_get_registry (bus_transaction_get_context (transaction));
   _dbus_string_init_const (&str, name);
   service = bus_registry_lookup (registry, &str);
-  if (service == NULL ||
-      !bus_afbus_connection_is_afbus (bus_service_get_primary_owners_connection (service)) ||
+  if (service != NULL)
+    owner = bus_service_get_primary_owners_connection (service);
+
+  /* A message still queued in the daemon for the owner could be
+   * overtaken by the sender's direct ones: address 0 until it is gone. */
+  if (!give_address || owner == NULL ||
+      !bus_afbus_connection_is_afbus (owner) ||
+      dbus_connection_has_messages_to_send (owner) ||
       !name_addr (name, FALSE, &addr))
     addr = 0;
 
@@ -367,6 +454,29 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
   return ok;
 }
 
+void
+bus_afbus_forwarded_after_dispatch (BusContext     *context,
+                                    DBusConnection *sender,
+                                    const char     *name)
+{
+  BusTransaction *transaction;
+
+  if (!bus_afbus_connection_is_afbus (sender))
+    return;
+
+  /* Without memory the sender stays on the daemon's path for @name. */
+  transaction = bus_transaction_new (context);
+  if (transaction == NULL)
+    return;
+
+  if (!bus_afbus_send_forwarded (transaction, sender, name, TRUE, NULL))
+    {
+      bus_transaction_cancel_and_free (transaction);
+      return;
+    }
+
+  bus_transaction_execute_and_free (transaction);
+}
 
 #else /* !DBUS_HAVE_AFBUS */
 
@@ -406,9 +516,17 @@ dbus_bool_t
 bus_afbus_send_forwarded (BusTransaction *transaction,
                           DBusConnection *sender,
                           const char     *name,
+                          dbus_bool_t     give_address,
                           DBusError      *error)
 {
   return TRUE;
+}
+
+void
+bus_afbus_forwarded_after_dispatch (BusContext     *context,
+                                    DBusConnection *sender,
+                                    const char     *name)
+{
 }
 
 

@@ -36,6 +36,10 @@ dbus_bool_t bus_afbus_name_owner_changed  (BusTransaction *transaction,
 dbus_bool_t bus_afbus_send_forwarded      (BusTransaction *transaction,
                                            DBusConnection *sender,
                                            const char     *name,
+                                           dbus_bool_t     give_address,
                                            DBusError      *error);
+void        bus_afbus_forwarded_after_dispatch (BusContext     *context,
+                                           DBusConnection *sender,
+                                           const char     *name);
 
 #endif /* BUS_AFBUS_H */

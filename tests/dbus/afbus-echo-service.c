@@ -8,6 +8,8 @@
  *   Whoami () -> s         its own unique name
  *   ReadFd (h) -> s        what it reads from the file descriptor
  *   Hang ()                never replies
+ *   Stall (u ms) -> s      sleeps ms milliseconds without reading its
+ *                          socket, then answers "stalled"
  *   Quit ()                replies, then exits
  *
  * Usage: afbus-echo-service NAME [FLAGS]
@@ -91,6 +93,16 @@ int main(int argc, char **argv)
 					buf[n > 0 ? n : 0] = '\0';
 					close(fd);
 					reply_string(c, m, buf);
+				} else {
+					dbus_error_free(&error);
+				}
+			} else if (dbus_message_is_method_call(m, IFACE, "Stall")) {
+				dbus_uint32_t ms;
+
+				if (dbus_message_get_args(m, &error, DBUS_TYPE_UINT32, &ms,
+							  DBUS_TYPE_INVALID)) {
+					usleep(ms * 1000);
+					reply_string(c, m, "stalled");
 				} else {
 					dbus_error_free(&error);
 				}

@@ -13,6 +13,11 @@ cat >/usr/share/dbus-1/services/com.example.Activated.service <<EOS
 Name=com.example.Activated
 Exec=/usr/bin/afbus-echo-service com.example.Activated
 EOS
+cat >/usr/share/dbus-1/services/com.example.Broken.service <<EOS
+[D-BUS Service]
+Name=com.example.Broken
+Exec=/bin/false
+EOS
 
 start_bus afbus:
 
@@ -77,6 +82,16 @@ expect_match "a call to an activatable name starts the service and is answered" 
 out=$(timeout 30 afbus-echo-client com.example.Activated 10 2>&1)
 expect_eq "the activated service is then called directly" \
 	"calls=10 ok=10 errors=0 forwarded=1 owners=" "$out"
+
+# An activation that fails, and a name nobody can activate: the error
+# comes with Forwarded (name, 0), so the caller does not wait for one
+# that never comes (it would stay on the daemon's path for the name).
+out=$(timeout 60 afbus-echo-client com.example.Broken 1 0 2>/dev/null)
+expect_eq "a failed activation: an error and Forwarded 0 for each call" \
+	"calls=1 ok=0 errors=1 forwarded=2 owners=" "$out"
+out=$(timeout 60 afbus-echo-client com.example.Nobody 1 0 2>/dev/null)
+expect_eq "a name that cannot be activated: the same" \
+	"calls=1 ok=0 errors=1 forwarded=2 owners=" "$out"
 
 # Large messages, through the daemon and directly: far more than a
 # default send buffer, which the daemon sizes from max_message_size.

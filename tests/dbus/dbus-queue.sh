@@ -1,0 +1,55 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# A service whose receive queue is full: a client blocked on it sleeps
+# (no POLLOUT before the service has made room) and all its messages
+# arrive once the service reads; and a client calling the service by
+# well-known name meanwhile keeps its calls in order, because the
+# daemon sends Forwarded with an address only once it has written the
+# forwarded message to the kernel.
+. /usr/libexec/afbus/dbus-test-lib.sh
+cd /tmp
+
+start_bus afbus:
+bg sh -c 'afbus-echo-service com.example.Slow >/tmp/q-svc.out 2>&1'
+check "the service gets its name" wait_for_name com.example.Slow
+svc=$(sed -n 's/^ready //p' /tmp/q-svc.out)
+
+# 1500 calls (the queue holds 1024) to a service that does not read for
+# 3 s: the client blocks in dbus_connection_flush().
+out=$(timeout 120 afbus-flood-client "$svc" 1500 3000 2>&1)
+expect_match "1500 calls to a stalled peer all get their replies, in order" \
+	'^calls=1500 ok=1500 in-order=1 ' "$out"
+ms=$(printf '%s\n' "$out" | sed -n 's/.* flush-ms=\([0-9]*\) .*/\1/p')
+cpu=$(printf '%s\n' "$out" | sed -n 's/.*flush-cpu-ms=\([0-9]*\)$/\1/p')
+check "... the client blocked on the full queue (flush took ${ms} ms)" \
+	test "${ms:-0}" -ge 1000
+# Not a performance assert: a client that spins on POLLOUT burns the
+# whole stall (seconds of CPU); one that sleeps uses a few milliseconds.
+check "... and slept meanwhile, without spinning (${cpu} ms of CPU)" \
+	test "${cpu:-100000}" -lt 300
+
+# The same stall, filled by one client; meanwhile another calls the
+# service by well-known name: its first call reaches the daemon, which
+# cannot write it to the full queue yet.
+afbus-flood-client "$svc" 1500 4000 >/tmp/q-fill.out 2>&1 &
+filler=$!
+sleep 1
+out=$(timeout 120 afbus-flood-client com.example.Slow 50 0 10000 2>&1)
+wait $filler
+expect_match "the daemon could not forward the first call yet: Forwarded says 0" \
+	'^first-forwarded 0$' "$out"
+expect_match "50 calls by well-known name behind a full queue are answered in order" \
+	'^calls=50 ok=50 in-order=1 ' "$out"
+expect_match "... and the client that filled the queue gets all its replies" \
+	'^calls=1500 ok=1500 in-order=1 ' "$(cat /tmp/q-fill.out)"
+
+# Once the queue has room again, Forwarded gives the address.
+out=$(timeout 60 afbus-flood-client com.example.Slow 5 0 10000 2>&1)
+expect_match "with room in the queue, Forwarded gives the name's address" \
+	'^first-forwarded 1[0-9a-f]{12}$' "$out"
+
+out=$(timeout 20 dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
+	org.freedesktop.DBus.ListNames 2>&1)
+expect_match "the daemon still answers" 'string "com.example.Slow"' "$out"
+
+finish
