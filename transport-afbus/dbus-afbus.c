@@ -514,16 +514,25 @@ _dbus_afbus_peers_take_check_serial (DBusAfbusPeers *peers,
   return FALSE;
 }
 
-/** Records a reply (or error) from @p addr to our call @p reply_serial. */
+/**
+ * Records a reply (or error) from @p addr to our call @p reply_serial;
+ * @p addr 0 (the daemon) may answer a call to any peer.
+ */
 void
 _dbus_afbus_peers_reply_received (DBusAfbusPeers *peers,
                                   dbus_uint64_t   addr,
                                   dbus_uint32_t   reply_serial)
 {
-  DBusAfbusPeer *e = peers_find (peers, addr);
+  int i;
 
-  if (e != NULL)
-    _dbus_list_remove (&e->serials, _DBUS_INT_TO_POINTER (reply_serial));
+  for (i = 0; i < DBUS_AFBUS_PEER_WATCH_SIZE; i++)
+    {
+      DBusAfbusPeer *e = &peers->entries[i];
+
+      if (e->addr != 0 && (addr == 0 || e->addr == addr) &&
+          _dbus_list_remove (&e->serials, _DBUS_INT_TO_POINTER (reply_serial)))
+        return;
+    }
 }
 
 /**

@@ -897,8 +897,7 @@ peer_gone (DBusTransportAfbus *afbus_transport,
   if (!_dbus_afbus_peers_gone (afbus_transport->peers, addr, &serials))
     return TRUE;
 
-  /* The daemon drops the rule with the connection it was about only if
-   * that is ours; remove it. */
+  /* The daemon keeps our rule after the peer left: remove it. */
   watch_peer (afbus_transport, addr, FALSE);
 
   for (link = serials; link != NULL; link = _dbus_list_get_next_link (&serials, link))
@@ -981,6 +980,12 @@ handle_internal (DBusTransportAfbus *afbus_transport,
   for (i = 0; i < _DBUS_N_ELEMENTS (afbus_transport->internal_serials); i++)
     if (afbus_transport->internal_serials[i] == reply_serial)
       *eaten = TRUE;
+
+  /* A direct call that the kernel routed to the daemon, because its
+   * peer had left, is answered by the daemon. */
+  if (!*eaten)
+    _dbus_afbus_peers_reply_received (afbus_transport->peers,
+                                      DBUS_AFBUS_MASTER, reply_serial);
 
   return TRUE;
 }
