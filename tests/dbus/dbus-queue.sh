@@ -15,8 +15,8 @@ check "the service gets its name" wait_for_name com.example.Slow
 svc=$(sed -n 's/^ready //p' /tmp/q-svc.out)
 
 # 1500 calls (the queue holds 1024) to a service that does not read for
-# 3 s: the client blocks in dbus_connection_flush().
-out=$(timeout 120 afbus-flood-client "$svc" 1500 3000 2>&1)
+# 4 s: the client blocks in dbus_connection_flush().
+out=$(timeout 120 afbus-flood-client "$svc" 1500 4000 2>&1)
 expect_match "1500 calls to a stalled peer all get their replies, in order" \
 	'^calls=1500 ok=1500 in-order=1 ' "$out"
 ms=$(printf '%s\n' "$out" | sed -n 's/.* flush-ms=\([0-9]*\) .*/\1/p')
@@ -31,7 +31,7 @@ check "... and slept meanwhile, without spinning (${cpu} ms of CPU)" \
 # The same stall, filled by one client; meanwhile another calls the
 # service by well-known name: its first call reaches the daemon, which
 # cannot write it to the full queue yet.
-afbus-flood-client "$svc" 1500 4000 >/tmp/q-fill.out 2>&1 &
+afbus-flood-client "$svc" 1500 6000 >/tmp/q-fill.out 2>&1 &
 filler=$!
 sleep 1
 out=$(timeout 120 afbus-flood-client com.example.Slow 50 0 10000 2>&1)
