@@ -63,6 +63,7 @@ DBUS_BEGIN_DECLS
 DBUS_PRIVATE_EXPORT
 dbus_bool_t   _dbus_afbus_unique_name_from_addr (dbus_uint64_t     addr,
                                                  DBusString       *name);
+DBUS_PRIVATE_EXPORT
 dbus_bool_t   _dbus_afbus_addr_from_unique_name (const char        *name,
                                                  dbus_uint64_t     *addr);
 dbus_bool_t   _dbus_afbus_sockaddr_for_path     (const char        *path,
