@@ -14,6 +14,7 @@
  * before sending the others, so that they take whatever path that
  * signal gives.  It prints
  *   "first-forwarded ADDR" (with FIRST-WAIT-MS; "none" if none came)
+ *   "flushing" (all calls are sent or queued; it now flushes)
  *   "calls=N ok=N in-order=0|1 flush-ms=N flush-cpu-ms=N"
  * where ok counts the replies holding their call's string, in-order
  * tells whether the replies came in the order of the calls, and
@@ -160,6 +161,8 @@ int main(int argc, char **argv)
 	for (i = first; i < count; i++)
 		call(c, i);
 
+	printf("flushing\n");
+	fflush(stdout);
 	t0 = now_ms();
 	c0 = cpu_ms();
 	dbus_connection_flush(c);

@@ -80,8 +80,9 @@ out=$(timeout 30 dbus-send --session --print-reply --dest=com.example.Activated 
 expect_match "a call to an activatable name starts the service and is answered" \
 	'string "activated"' "$out"
 out=$(timeout 30 afbus-echo-client com.example.Activated 10 2>&1)
-expect_eq "the activated service is then called directly" \
-	"calls=10 ok=10 errors=0 forwarded=1 owners=" "$out"
+# (A reply can beat the first Forwarded: see dbus-basic.sh.)
+expect_match "the activated service is then called directly" \
+	'^calls=10 ok=10 errors=0 forwarded=[1-9] owners=$' "$out"
 
 # An activation that fails, and a name nobody can activate: the error
 # comes with Forwarded (name, 0), so the caller does not wait for one
@@ -99,8 +100,8 @@ bg sh -c 'afbus-echo-service com.example.Echo >/tmp/svc.out 2>&1'
 check "the echo service gets its name" wait_for_name com.example.Echo
 svc=$(sed -n 's/^ready //p' /tmp/svc.out)
 out=$(timeout 120 afbus-echo-client com.example.Echo 2 -1 4194304 2>&1)
-expect_eq "4 MiB messages by well-known name (daemon, then direct)" \
-	"calls=2 ok=2 errors=0 forwarded=1 owners=" "$out"
+expect_match "4 MiB messages by well-known name (daemon, then direct)" \
+	'^calls=2 ok=2 errors=0 forwarded=[12] owners=$' "$out"
 out=$(timeout 120 afbus-echo-client "$svc" 2 -1 8388608 2>&1)
 expect_eq "8 MiB messages by unique name" \
 	"calls=2 ok=2 errors=0 forwarded=0 owners=" "$out"
