@@ -27,9 +27,8 @@
 #   AFBUS_APPEND="..."      extra kernel command line parameters
 #   AFBUS_SKIP_BUILD=1      boot what is already built
 #   AFBUS_BUILD=DIR         build directory (default: build/)
-#   AFBUS_FUZZ_SECONDS=N    how long tests/fuzz/af_bus_fuzz runs (default 0,
-#                           off until the crash it finds is fixed; then
-#                           30, and 120 with --debug)
+#   AFBUS_FUZZ_SECONDS=N    how long tests/fuzz/af_bus_fuzz runs (default
+#                           30, and 120 with --debug; 0 skips it)
 #   AFBUS_FUZZ_SEED=S       its seed (default: random, printed; replays a run)
 #   AFBUS_STRESS_MSGS=N     multicasts each way in tests/kernel/af_bus_stress
 set -eu
@@ -42,9 +41,7 @@ KERNEL=$KERNEL_OBJ/arch/x86/boot/bzImage
 INITRAMFS=$AFBUS_BUILD/initramfs.cpio.gz
 LOG=$AFBUS_BUILD/guest.log
 MEM=1G
-# The fuzzer is off by default until the AF_BUS crash it finds is fixed
-# (a NULL dereference in bus_disconnect_locked; see tests/fuzz/).
-FUZZ_SECONDS=${AFBUS_FUZZ_SECONDS:-0}
+FUZZ_SECONDS=${AFBUS_FUZZ_SECONDS:-30}
 STRESS_MSGS=${AFBUS_STRESS_MSGS:-10000}
 GUEST_APPEND=
 CHECKPATCH_LOG=$AFBUS_BUILD/checkpatch.log
@@ -54,7 +51,7 @@ CHECKPATCH_LOG=$AFBUS_BUILD/checkpatch.log
 BAD_KMSG='(BUG|WARNING|INFO|Oops|UBSAN):|kernel BUG at|cut here|Call Trace|KASAN|kmemleak: [0-9]+ new suspected memory leak|unreferenced object|possible circular locking|general protection fault|Kernel panic|RIP: [0-9a-f]{4}:'
 
 usage() {
-	sed -n '4,36s/^# \{0,1\}//p' "$0"
+	sed -n '4,33s/^# \{0,1\}//p' "$0"
 	exit 2
 }
 
@@ -168,7 +165,7 @@ use_debug_kernel() {
 	TIMEOUT=${AFBUS_TIMEOUT:-3600}
 	TEST_TIMEOUT=${AFBUS_TEST_TIMEOUT:-1800}
 	MEM=2G
-	FUZZ_SECONDS=${AFBUS_FUZZ_SECONDS:-0}
+	FUZZ_SECONDS=${AFBUS_FUZZ_SECONDS:-120}
 	# 10000 each way take over 20 minutes under KASAN and lockdep
 	STRESS_MSGS=${AFBUS_STRESS_MSGS:-2000}
 	GUEST_APPEND="afbus.debug=1 kmemleak.verbose=1"

@@ -447,7 +447,7 @@ static void op_accept(struct thread_ctx *t, int fd)
 	slot_put(r, a);
 }
 
-static const int *connect_errs = E(EINVAL, EISCONN, ENOENT, EACCES,
+static const int *connect_errs = E(EINVAL, EISCONN, EALREADY, ENOENT, EACCES,
 				   ECONNREFUSED, EPROTOTYPE, EAGAIN,
 				   EADDRNOTAVAIL, ENOTDIR);
 
