@@ -5,6 +5,7 @@
 #   /init                         tests/guest/init
 #   /usr/libexec/afbus/run-tests  tests/guest/run-tests
 #   /usr/bin/guest-check          build/guest/guest-check
+#   /usr/bin/nfdbus-ctl           build/nfdbus/nfdbus-ctl (with libmnl)
 #   /tests/kernel/NAME            the test binaries given as arguments
 #   /tests/fuzz/NAME              (those from a .../fuzz/ directory)
 #   /tests/unbuilt                names of those that do not exist (failed
@@ -30,6 +31,7 @@ WORK=$AFBUS_BUILD/initramfs
 LIST=$WORK/list
 BUSYBOX=${BUSYBOX:-/bin/busybox}
 GUEST_CHECK=$AFBUS_BUILD/guest/guest-check
+NFDBUS_CTL=$AFBUS_BUILD/nfdbus/nfdbus-ctl
 GEN_INIT_CPIO=$AFBUS_BUILD/gen_init_cpio
 
 declare -A have_dir
@@ -129,6 +131,8 @@ write_list() {
 	add_file /init "$AFBUS_TOP/tests/guest/init"
 	add_file /usr/libexec/afbus/run-tests "$AFBUS_TOP/tests/guest/run-tests"
 	add_file /usr/bin/guest-check "$GUEST_CHECK"
+	# nfdbus-ctl, the nfdbus rule tool, with libmnl
+	[ -x "$NFDBUS_CTL" ] && add_file /usr/bin/nfdbus-ctl "$NFDBUS_CTL"
 	# Tests that failed to compile are listed in /tests/unbuilt, so
 	# the guest counts them as failed.
 	add_dir /tests/kernel
@@ -146,7 +150,8 @@ write_list() {
 	add_file /tests/unbuilt "$WORK/unbuilt" 0644
 	dbus_bins=()
 	add_dbus
-	add_libs "$GUEST_CHECK" ${built[@]+"${built[@]}"} ${dbus_bins[@]+"${dbus_bins[@]}"}
+	add_libs "$GUEST_CHECK" ${built[@]+"${built[@]}"} ${dbus_bins[@]+"${dbus_bins[@]}"} \
+		$([ -x "$NFDBUS_CTL" ] && echo "$NFDBUS_CTL")
 }
 
 # Hash of the list and of every file it names.

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: AFL-2.1 OR GPL-2.0-or-later */
+/*
+ * libnfdbus: the nfdbus generic netlink family (D-Bus match rules of
+ * AF_BUS buses in the kernel), on libmnl. See
+ * Documentation/networking/nfdbus.rst in the kernel patches.
+ *
+ * Every function returns 0 (or a count) on success and a negative errno
+ * on failure; nfdbus_error() then gives the kernel's message, if any.
+ */
+#ifndef LIBNFDBUS_H
+#define LIBNFDBUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest sbus_path, as BUS_PATH_MAX of <linux/bus.h> */
+#define NFDBUS_BUS_PATH_MAX	108
+
+struct nfdbus;
+
+/* A bus name: the sbus_path bytes its master bound. */
+struct nfdbus_bus {
+	char	path[NFDBUS_BUS_PATH_MAX];
+	size_t	len;
+};
+
+struct nfdbus_stats {
+	uint64_t	parsed;
+	uint64_t	malformed;
+	uint64_t	oversized;
+	uint64_t	filtered;
+};
+
+/* One rule of a dump. */
+struct nfdbus_rule_info {
+	uint64_t	peer;
+	const char	*rule;
+	int		has_sender_addr;
+	uint64_t	sender_addr;
+};
+
+typedef int (*nfdbus_rule_cb)(const struct nfdbus_rule_info *info,
+			      void *data);
+
+/* Open a netlink socket and find the family; NULL and errno on failure. */
+struct nfdbus *nfdbus_open(void);
+void nfdbus_close(struct nfdbus *h);
+/* The kernel's extended ack message of the last failure, or "". */
+const char *nfdbus_error(const struct nfdbus *h);
+
+/*
+ * "/some/path" is a filesystem path (with its NUL), "@name" the abstract
+ * name "\0name". Returns 0 or -EINVAL (empty or too long).
+ */
+int nfdbus_bus_parse(struct nfdbus_bus *bus, const char *text);
+
+int nfdbus_add_match(struct nfdbus *h, const struct nfdbus_bus *bus,
+		     uint64_t peer, const char *rule,
+		     const uint64_t *sender_addr);
+int nfdbus_remove_match(struct nfdbus *h, const struct nfdbus_bus *bus,
+			uint64_t peer, const char *rule);
+int nfdbus_flush(struct nfdbus *h, const struct nfdbus_bus *bus,
+		 uint64_t peer);
+/* Calls cb for each rule of the bus (of peer, if not NULL); returns how
+ * many there were, or a negative errno (or what cb returned, if < 0).
+ */
+int nfdbus_list(struct nfdbus *h, const struct nfdbus_bus *bus,
+		const uint64_t *peer, nfdbus_rule_cb cb, void *data);
+int nfdbus_get_stats(struct nfdbus *h, struct nfdbus_stats *stats);
+
+#endif /* LIBNFDBUS_H */

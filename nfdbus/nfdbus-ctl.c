@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: AFL-2.1 OR GPL-2.0-or-later
+/*
+ * nfdbus-ctl: add, remove, flush and list the D-Bus match rules that the
+ * nfdbus kernel module applies to the multicasts of AF_BUS buses, and
+ * show its counters.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libnfdbus.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: nfdbus-ctl add BUS PEER RULE [SENDER-ADDR]\n"
+		"       nfdbus-ctl remove BUS PEER RULE\n"
+		"       nfdbus-ctl flush BUS PEER\n"
+		"       nfdbus-ctl list BUS [PEER]\n"
+		"       nfdbus-ctl stats\n"
+		"BUS is a bus path, or @name for an abstract bus name; PEER and\n"
+		"SENDER-ADDR are AF_BUS addresses (decimal, or 0x hexadecimal).\n");
+}
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	if (errno || !*s || *end || *s == '-') {
+		fprintf(stderr, "nfdbus-ctl: not an address: %s\n", s);
+		return -1;
+	}
+	return 0;
+}
+
+static int print_rule(const struct nfdbus_rule_info *info, void *data)
+{
+	(void)data;
+	printf("0x%016" PRIx64 "\t%s", info->peer, info->rule);
+	if (info->has_sender_addr)
+		printf("\tsender-addr=0x%016" PRIx64, info->sender_addr);
+	printf("\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct nfdbus_stats st;
+	struct nfdbus_bus bus;
+	uint64_t peer, sender;
+	const char *cmd;
+	struct nfdbus *h;
+	int err = -EINVAL;
+
+	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc < 2)
+		goto usage;
+	cmd = argv[1];
+	if (strcmp(cmd, "stats")) {
+		if (argc < 3)
+			goto usage;
+		if (nfdbus_bus_parse(&bus, argv[2])) {
+			fprintf(stderr, "nfdbus-ctl: bad bus name: %s\n", argv[2]);
+			return 2;
+		}
+		if (argc > 3 && parse_u64(argv[3], &peer))
+			return 2;
+	}
+
+	h = nfdbus_open();
+	if (!h) {
+		fprintf(stderr, "nfdbus-ctl: cannot reach nfdbus: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	if (!strcmp(cmd, "add") && (argc == 5 || argc == 6)) {
+		if (argc == 6 && parse_u64(argv[5], &sender)) {
+			nfdbus_close(h);
+			return 2;
+		}
+		err = nfdbus_add_match(h, &bus, peer, argv[4],
+				       argc == 6 ? &sender : NULL);
+	} else if (!strcmp(cmd, "remove") && argc == 5) {
+		err = nfdbus_remove_match(h, &bus, peer, argv[4]);
+	} else if (!strcmp(cmd, "flush") && argc == 4) {
+		err = nfdbus_flush(h, &bus, peer);
+	} else if (!strcmp(cmd, "list") && (argc == 3 || argc == 4)) {
+		err = nfdbus_list(h, &bus, argc == 4 ? &peer : NULL,
+				  print_rule, NULL);
+		if (err > 0)
+			err = 0;
+	} else if (!strcmp(cmd, "stats") && argc == 2) {
+		err = nfdbus_get_stats(h, &st);
+		if (!err)
+			printf("parsed %" PRIu64 "\nmalformed %" PRIu64
+			       "\noversized %" PRIu64 "\nfiltered %" PRIu64 "\n",
+			       st.parsed, st.malformed, st.oversized,
+			       st.filtered);
+	} else {
+		nfdbus_close(h);
+		goto usage;
+	}
+	if (err < 0)
+		fprintf(stderr, "nfdbus-ctl: %s: %s%s%s\n", cmd, strerror(-err),
+			*nfdbus_error(h) ? ": " : "", nfdbus_error(h));
+	nfdbus_close(h);
+	return err < 0 ? 1 : 0;
+usage:
+	usage(stderr);
+	return 2;
+}

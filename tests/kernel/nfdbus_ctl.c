@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The nfdbus netlink interface (Documentation/networking/nfdbus.rst,
+ * "The netlink interface" and "Errors"), through libnfdbus: adding,
+ * removing (RemoveMatch semantics), flushing and dumping rules, malformed
+ * rules, the per-peer caps, permissions, and rules going away with their
+ * peer and their bus.
+ */
+#include "nfdbus_test.h"
+
+#include <sys/wait.h>
+
+FIXTURE(ctl) {
+	struct nfd_bus b;
+};
+
+FIXTURE_SETUP(ctl)
+{
+	nfd_setup(_metadata, &self->b, 3);
+}
+
+FIXTURE_TEARDOWN(ctl)
+{
+	nfd_teardown(&self->b);
+}
+
+struct collect {
+	int n;
+	char rules[8][128];
+	uint64_t peers[8];
+};
+
+static int collect_cb(const struct nfdbus_rule_info *info, void *data)
+{
+	struct collect *c = data;
+
+	if (c->n < 8) {
+		snprintf(c->rules[c->n], sizeof(c->rules[0]), "%s", info->rule);
+		c->peers[c->n] = info->peer;
+	}
+	c->n++;
+	return 0;
+}
+
+/* Number of rules of peer i (all peers if i < 0). */
+static int count_rules(struct __test_metadata *_metadata, struct nfd_bus *b,
+		       int i)
+{
+	uint64_t peer = i < 0 ? 0 : b->p[i].addr;
+	int n = nfdbus_list(b->h, &b->nb, i < 0 ? NULL : &peer, NULL, NULL);
+
+	ASSERT_LE(0, n) TH_LOG("list: %s", strerror(-n));
+	return n;
+}
+
+TEST_F(ctl, add_list_remove)
+{
+	struct collect c = { 0 };
+	uint64_t peer;
+
+	NFD_ADD(&self->b, 1, "type='signal',member='A'", 0);
+	NFD_ADD(&self->b, 1, "member='B'", 0);
+	NFD_ADD(&self->b, 1, "type='signal',member='A'", 0);
+	NFD_ADD(&self->b, 2, "member='C'", 0);
+	ASSERT_EQ(4, nfdbus_list(self->b.h, &self->b.nb, NULL, collect_cb, &c));
+	ASSERT_EQ(4, c.n);
+	ASSERT_EQ(3, count_rules(_metadata, &self->b, 1));
+	ASSERT_EQ(1, count_rules(_metadata, &self->b, 2));
+	ASSERT_EQ(0, count_rules(_metadata, &self->b, 0));
+
+	memset(&c, 0, sizeof(c));
+	peer = self->b.p[2].addr;
+	ASSERT_EQ(1, nfdbus_list(self->b.h, &self->b.nb, &peer, collect_cb,
+				 &c));
+	ASSERT_STREQ("member='C'", c.rules[0]);
+	ASSERT_EQ(self->b.p[2].addr, c.peers[0]);
+
+	/* equal whatever the order and quoting; one copy at a time */
+	ASSERT_EQ(0, nfdbus_remove_match(self->b.h, &self->b.nb,
+					 self->b.p[1].addr,
+					 "member=A,type=signal"));
+	ASSERT_EQ(2, count_rules(_metadata, &self->b, 1));
+	ASSERT_EQ(0, nfdbus_remove_match(self->b.h, &self->b.nb,
+					 self->b.p[1].addr,
+					 "type='signal',member='A'"));
+	ASSERT_EQ(-ENOENT, nfdbus_remove_match(self->b.h, &self->b.nb,
+					       self->b.p[1].addr,
+					       "type='signal',member='A'"));
+	/* a rule of another peer is not this peer's */
+	ASSERT_EQ(-ENOENT, nfdbus_remove_match(self->b.h, &self->b.nb,
+					       self->b.p[1].addr,
+					       "member='C'"));
+	/* a subset is not equal */
+	ASSERT_EQ(-ENOENT, nfdbus_remove_match(self->b.h, &self->b.nb,
+					       self->b.p[2].addr, ""));
+	ASSERT_EQ(1, count_rules(_metadata, &self->b, 1));
+
+	ASSERT_EQ(0, nfdbus_flush(self->b.h, &self->b.nb, self->b.p[1].addr));
+	ASSERT_EQ(0, count_rules(_metadata, &self->b, 1));
+	ASSERT_EQ(1, count_rules(_metadata, &self->b, 2));
+}
+
+static const char *const bad_rules[] = {
+	"type='bogus'",
+	"foo='bar'",
+	"member='x",
+	"member",
+	"='x'",
+	"member=''",
+	"member='a',member='b'",
+	"arg64='x'",
+	"arg01='x'",
+	"argx='x'",
+	"arg0pat='x'",
+	"arg0='a',arg0path='b'",
+	"path='/a/'",
+	"path='a'",
+	"path='/a//b'",
+	"path='/a-b'",
+	"path='/a',path_namespace='/b'",
+	"eavesdrop='maybe'",
+	"type='signal',,",
+};
+
+TEST_F(ctl, malformed_rules_einval)
+{
+	unsigned int i;
+
+	NFD_ADD(&self->b, 1, "member='Keep'", 0);
+	for (i = 0; i < sizeof(bad_rules) / sizeof(bad_rules[0]); i++) {
+		NFD_ADD(&self->b, 1, bad_rules[i], EINVAL);
+		ASSERT_EQ(-EINVAL, nfdbus_remove_match(self->b.h, &self->b.nb,
+						       self->b.p[1].addr,
+						       bad_rules[i]));
+	}
+	ASSERT_EQ(1, count_rules(_metadata, &self->b, 1));
+	ASSERT_EQ(0, nfdbus_remove_match(self->b.h, &self->b.nb,
+					 self->b.p[1].addr, "member='Keep'"));
+}
+
+TEST_F(ctl, rule_size_and_count_caps)
+{
+	char rule[NFDBUS_RULE_MAX + 2];
+	int i;
+
+	/* exactly NFDBUS_RULE_MAX bytes is fine, one more is not */
+	memset(rule, 'x', sizeof(rule));
+	memcpy(rule, "arg0='", 6);
+	rule[NFDBUS_RULE_MAX - 1] = '\'';
+	rule[NFDBUS_RULE_MAX] = '\0';
+	NFD_ADD(&self->b, 1, rule, 0);
+	rule[NFDBUS_RULE_MAX - 1] = 'x';
+	rule[NFDBUS_RULE_MAX] = '\'';
+	rule[NFDBUS_RULE_MAX + 1] = '\0';
+	NFD_ADD(&self->b, 1, rule, EMSGSIZE);
+
+	for (i = 1; i < NFDBUS_PEER_RULES_MAX; i++) {
+		snprintf(rule, sizeof(rule), "member='M%d'", i);
+		NFD_ADD(&self->b, 1, rule, 0);
+	}
+	NFD_ADD(&self->b, 1, "member='OneTooMany'", ENOSPC);
+	ASSERT_EQ(NFDBUS_PEER_RULES_MAX, count_rules(_metadata, &self->b, 1));
+	/* the cap is per peer */
+	NFD_ADD(&self->b, 2, "member='Fine'", 0);
+	/* room again after a removal */
+	ASSERT_EQ(0, nfdbus_remove_match(self->b.h, &self->b.nb,
+					 self->b.p[1].addr, "member='M1'"));
+	NFD_ADD(&self->b, 1, "member='OneTooMany'", 0);
+}
+
+TEST_F(ctl, unknown_and_non_dbus_bus)
+{
+	struct bus_name other = bus_name_abstract();
+	struct nfdbus_bus nb = nfd_name(&other);
+	int m;
+
+	ASSERT_EQ(-ENOENT, nfdbus_add_match(self->b.h, &nb, 1, "", NULL));
+	ASSERT_EQ(-ENOENT, nfdbus_list(self->b.h, &nb, NULL, NULL, NULL));
+	m = bus_master(_metadata, &other);
+	ASSERT_EQ(-EPROTONOSUPPORT,
+		  nfdbus_add_match(self->b.h, &nb, 1, "", NULL));
+	close(m);
+	nb.len = 0;
+	ASSERT_EQ(-EINVAL, nfdbus_add_match(self->b.h, &nb, 1, "", NULL));
+}
+
+/* Run fn in a child with the given uid (all capabilities dropped). */
+static int as_uid(uid_t uid, int (*fn)(struct nfd_bus *), struct nfd_bus *b)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
+		if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+			_exit(100);
+		_exit(fn(b));
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* As a uid that is neither the master's nor privileged. */
+static int stranger(struct nfd_bus *b)
+{
+	struct nfdbus_stats st;
+	struct nfdbus *h = nfdbus_open();
+	int bad = 0;
+
+	if (!h)
+		return 101;
+	bad |= nfdbus_add_match(h, &b->nb, b->p[1].addr, "", NULL) != -EPERM;
+	bad |= (nfdbus_remove_match(h, &b->nb, b->p[1].addr, "member='A'") !=
+		-EPERM) << 1;
+	bad |= (nfdbus_flush(h, &b->nb, b->p[1].addr) != -EPERM) << 2;
+	bad |= (nfdbus_list(h, &b->nb, NULL, NULL, NULL) != -EPERM) << 3;
+	/* the counters are for anybody */
+	bad |= (nfdbus_get_stats(h, &st) != 0) << 4;
+	nfdbus_close(h);
+	return bad;
+}
+
+TEST_F(ctl, permissions)
+{
+	NFD_ADD(&self->b, 1, "member='A'", 0);
+	ASSERT_EQ(0, as_uid(65534, stranger, &self->b));
+	ASSERT_EQ(1, count_rules(_metadata, &self->b, 1));
+}
+
+/* A master of uid 1000: that uid may manage its rules, others not. */
+static int unprivileged_master(struct nfd_bus *unused)
+{
+	struct bus_peer p = { -1, -1, 0 };
+	struct bus_name bus = bus_name_abstract();
+	struct nfdbus_bus nb = nfd_name(&bus);
+	struct nfdbus *h;
+	int m, bad = 0;
+
+	(void)unused;
+	m = socket(AF_BUS, SOCK_SEQPACKET, BUS_PROTO_DBUS);
+	if (m < 0 || bind(m, (struct sockaddr *)&bus.sa, bus.len) ||
+	    listen(m, 4))
+		return 102;
+	p.cfd = socket(AF_BUS, SOCK_SEQPACKET, BUS_PROTO_DBUS);
+	if (p.cfd < 0 || connect(p.cfd, (struct sockaddr *)&bus.sa, bus.len))
+		return 103;
+	p.afd = accept(m, NULL, NULL);
+	if (p.afd < 0)
+		return 104;
+	h = nfdbus_open();
+	if (!h)
+		return 105;
+	bad |= nfdbus_add_match(h, &nb, 1, "member='A'", NULL) != 0;
+	bad |= (nfdbus_list(h, &nb, NULL, NULL, NULL) != 1) << 1;
+	bad |= (nfdbus_remove_match(h, &nb, 1, "member='A'") != 0) << 2;
+	nfdbus_close(h);
+	close(p.afd);
+	close(p.cfd);
+	close(m);
+	return bad;
+}
+
+TEST_F(ctl, master_uid_may)
+{
+	ASSERT_EQ(0, as_uid(1000, unprivileged_master, &self->b));
+}
+
+TEST_F(ctl, rules_go_with_peer)
+{
+	NFD_ADD(&self->b, 1, "member='A'", 0);
+	NFD_ADD(&self->b, 1, "member='B'", 0);
+	NFD_ADD(&self->b, 2, "member='C'", 0);
+	bus_peer_close(&self->b.p[1]);
+	ASSERT_EQ(1, count_rules(_metadata, &self->b, -1));
+	ASSERT_EQ(1, count_rules(_metadata, &self->b, 2));
+	/* the master disconnecting a client (closing its end) too */
+	close(self->b.p[2].afd);
+	self->b.p[2].afd = -1;
+	ASSERT_EQ(0, count_rules(_metadata, &self->b, -1));
+}
+
+TEST_F(ctl, rules_go_with_bus)
+{
+	int i;
+
+	NFD_ADD(&self->b, 1, "member='A'", 0);
+	NFD_ADD(&self->b, 2, "member='B'", 0);
+	for (i = 0; i < self->b.n; i++)
+		bus_peer_close(&self->b.p[i]);
+	close(self->b.m);
+	/* a new bus of the same name starts without rules */
+	self->b.m = bus_master_proto(_metadata, &self->b.bus, BUS_PROTO_DBUS);
+	ASSERT_EQ(0, count_rules(_metadata, &self->b, -1));
+	nfd_peer_open(_metadata, &self->b, &self->b.p[0]);
+	ASSERT_EQ(1, self->b.p[0].addr);
+	ASSERT_EQ(0, count_rules(_metadata, &self->b, 0));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nfdbus match rules (Documentation/networking/nfdbus.rst, "Match
+ * rules"), every key checked through real multicasts on a D-Bus bus:
+ * exactly the peers whose rules match receive, eavesdroppers get
+ * everything, peers without rules nothing, and unicast is not filtered.
+ *
+ * Peers: 0 sends, 1 gets the rule under test, 2 has no rule, 3 is an
+ * eavesdropper (no rule), 4 owns the well-known name's address in some
+ * cases.
+ */
+#include "nfdbus_test.h"
+
+#define WK_ADDR	bus_mkaddr(1, 0x77)
+
+FIXTURE(rules) {
+	struct nfd_bus b;
+};
+
+FIXTURE_SETUP(rules)
+{
+	nfd_setup(_metadata, &self->b, 5);
+	ASSERT_OK(setsockopt(self->b.p[3].afd, SOL_BUS, BUS_SET_EAVESDROP,
+			     NULL, 0));
+}
+
+FIXTURE_TEARDOWN(rules)
+{
+	nfd_teardown(&self->b);
+}
+
+/* The message most rows are about. */
+static const struct nfd_msg m1 = {
+	.path = "/org/ex/Obj", .iface = "org.ex.Iface", .member = "Changed",
+	.sender = ":1.5", .sig = "sosu",
+	.args = { "org.ex.Name", "/org/ex/Obj/child", "it's,here", "7" },
+};
+
+/* The same with a destination, and a string arg1. */
+static const struct nfd_msg m2 = {
+	.path = "/", .iface = "org.ex.Iface", .member = "Changed",
+	.sender = ":1.5", .dest = ":1.9", .sig = "ss",
+	.args = { "org.ex", "/org/ex/" },
+};
+
+static const struct nfd_msg m_call = {
+	.type = DBUS_MESSAGE_TYPE_METHOD_CALL, .path = "/org/ex/Obj",
+	.member = "Get",
+};
+
+struct row {
+	const char *rule;
+	const struct nfd_msg *msg;
+	bool match;
+};
+
+static const struct row rows[] = {
+	{ "", &m1, true },
+	{ "type='signal'", &m1, true },
+	{ "type='method_call'", &m1, false },
+	{ "type='method_call'", &m_call, true },
+	{ "type='method_return'", &m_call, false },
+	{ "type='error'", &m_call, false },
+	{ "sender=':1.5'", &m1, true },
+	{ "sender=':1.6'", &m1, false },
+	{ "interface='org.ex.Iface'", &m1, true },
+	{ "interface='org.ex.Other'", &m1, false },
+	{ "interface='org.ex.Iface'", &m_call, false },
+	{ "member='Changed'", &m1, true },
+	{ "member='Change'", &m1, false },
+	{ "path='/org/ex/Obj'", &m1, true },
+	{ "path='/org/ex'", &m1, false },
+	{ "path='/org/ex/Obj/child'", &m1, false },
+	{ "path_namespace='/org/ex'", &m1, true },
+	{ "path_namespace='/org/ex/Obj'", &m1, true },
+	{ "path_namespace='/org/e'", &m1, false },
+	{ "path_namespace='/'", &m1, true },
+	{ "path_namespace='/org'", &m2, false },
+	{ "destination=':1.9'", &m1, false },
+	{ "destination=':1.9'", &m2, true },
+	{ "destination=':1.8'", &m2, false },
+	{ "arg0='org.ex.Name'", &m1, true },
+	{ "arg0='org.ex'", &m1, false },
+	{ "arg2='it'\\''s,here'", &m1, true },
+	{ "arg2=it\\'s','here", &m1, true },
+	{ "arg2='its,here'", &m1, false },
+	{ "arg3='7'", &m1, false },		/* a uint32, not a string */
+	{ "arg4='x'", &m1, false },		/* no such argument */
+	{ "arg1='/org/ex/Obj/child'", &m1, false },	/* an object path */
+	{ "arg0='org.ex.Name',arg2='it'\\''s,here'", &m1, true },
+	{ "arg0='org.ex.Name',arg2='x'", &m1, false },
+	{ "arg1path='/org/ex/Obj/child'", &m1, true },
+	{ "arg1path='/org/ex/'", &m1, true },
+	{ "arg1path='/'", &m1, true },
+	{ "arg1path='/org/ex'", &m1, false },
+	{ "arg1path='/org/ex/Obj/child/'", &m1, false },
+	{ "arg0path='org.ex.Name'", &m1, true },
+	{ "arg1path='/org/ex/Obj/'", &m2, true },	/* arg is the prefix */
+	{ "arg1path='/org/'", &m2, true },
+	{ "arg1path='/org'", &m2, false },
+	{ "arg0namespace='org.ex'", &m1, true },
+	{ "arg0namespace='org.ex.Name'", &m1, true },
+	{ "arg0namespace='org.e'", &m1, false },
+	{ "arg0namespace='org.ex.Name.Sub'", &m1, false },
+	{ "arg0namespace='org.ex'", &m_call, false },
+	{ "type='signal',interface='org.ex.Iface',member='Changed',"
+	  "path='/org/ex/Obj'", &m1, true },
+	{ "type='signal',interface='org.ex.Iface',member='Other'", &m1, false },
+	{ "member=Changed,type=signal", &m1, true },
+	{ "eavesdrop='true'", &m1, true },
+};
+
+TEST_F(rules, table)
+{
+	struct nfd_blob m;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		ASSERT_EQ(0, nfdbus_flush(self->b.h, &self->b.nb,
+					  self->b.p[1].addr));
+		NFD_ADD(&self->b, 1, rows[i].rule, 0);
+		m = nfd_marshal(_metadata, rows[i].msg, false);
+		ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+		/* peer 3 eavesdrops: it gets everything */
+		ASSERT_EQ(rows[i].match ? 0xa : 0x8,
+			  nfd_receivers(_metadata, &self->b, m.data, m.len))
+			TH_LOG("rule %s", rows[i].rule);
+		free(m.data);
+	}
+}
+
+/* Several peers with different rules: one message, the exact set. */
+TEST_F(rules, several_peers)
+{
+	struct nfd_blob m = nfd_marshal(_metadata, &m1, true);
+
+	NFD_ADD(&self->b, 1, "member='Changed'", 0);
+	NFD_ADD(&self->b, 1, "member='Other'", 0);
+	NFD_ADD(&self->b, 2, "member='Other'", 0);
+	NFD_ADD(&self->b, 2, "interface='org.ex.Other'", 0);
+	NFD_ADD(&self->b, 4, "arg0namespace='org'", 0);
+	NFD_ADD(&self->b, 0, "path='/x'", 0);
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0x1a, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	free(m.data);
+}
+
+/* A well-known sender name follows the owner of the name's address. */
+TEST_F(rules, well_known_sender)
+{
+	struct nfd_blob m = nfd_marshal(_metadata, &m1, false);
+	uint64_t wk = WK_ADDR;
+
+	ASSERT_EQ(0, nfdbus_add_match(self->b.h, &self->b.nb,
+				      self->b.p[1].addr,
+				      "sender='org.ex.Service'", &wk));
+	/* without an address a well-known name does not match */
+	NFD_ADD(&self->b, 2, "sender='org.ex.Service'", 0);
+
+	/* nobody owns the address yet */
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0x8, nfd_receivers(_metadata, &self->b, m.data, m.len));
+
+	/* peer 4 owns it: a message from peer 0 still does not match */
+	ASSERT_OK(bus_addr_opt(self->b.p[4].afd, BUS_ADD_ADDR, wk));
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0x8, nfd_receivers(_metadata, &self->b, m.data, m.len));
+
+	/* the name moves to peer 0: the same rule now matches */
+	ASSERT_OK(bus_addr_opt(self->b.p[4].afd, BUS_DEL_ADDR, wk));
+	ASSERT_OK(bus_addr_opt(self->b.p[0].afd, BUS_ADD_ADDR, wk));
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0xa, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	free(m.data);
+}
+
+/* Unicast and messages to the master are never filtered. */
+TEST_F(rules, unicast_not_filtered)
+{
+	struct nfd_blob m = nfd_marshal(_metadata, &m1, false);
+	struct bus_name to = bus_dest(&self->b.bus, self->b.p[2].addr);
+	char buf[512];
+
+	NFD_ADD(&self->b, 2, "member='Other'", 0);
+	ASSERT_EQ((ssize_t)m.len, sendto(self->b.p[0].cfd, m.data, m.len, 0,
+					 (struct sockaddr *)&to.sa, to.len));
+	ASSERT_EQ(0xc, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	ASSERT_EQ((ssize_t)m.len, send(self->b.p[0].cfd, m.data, m.len, 0));
+	ASSERT_EQ((ssize_t)m.len, recv(self->b.p[0].afd, buf, sizeof(buf),
+				       MSG_DONTWAIT));
+	free(m.data);
+}
+
+/* A peer with many rules, the matching one last. */
+TEST_F(rules, many_rules)
+{
+	struct nfd_blob m = nfd_marshal(_metadata, &m1, false);
+	char rule[64];
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		snprintf(rule, sizeof(rule), "member='M%d'", i);
+		NFD_ADD(&self->b, 1, rule, 0);
+		NFD_ADD(&self->b, 2, rule, 0);
+	}
+	NFD_ADD(&self->b, 1, "member='Changed'", 0);
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0xa, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	free(m.data);
+}
+
+TEST_HARNESS_MAIN
