@@ -174,6 +174,26 @@ TEST_F(rules, well_known_sender)
 	free(m.data);
 }
 
+/* With an address, a unique sender name is the sender's address. */
+TEST_F(rules, unique_sender_by_address)
+{
+	/* SENDER says :1.5, whoever sends it */
+	struct nfd_blob m = nfd_marshal(_metadata, &m1, false);
+	uint64_t a0 = self->b.p[0].addr, a4 = self->b.p[4].addr;
+
+	ASSERT_EQ(0, nfdbus_add_match(self->b.h, &self->b.nb,
+				      self->b.p[1].addr, "sender=':1.0'",
+				      &a0));
+	ASSERT_EQ(0, nfdbus_add_match(self->b.h, &self->b.nb,
+				      self->b.p[2].addr, "sender=':1.5'",
+				      &a4));
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0xa, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	ASSERT_EQ(0, nfd_mcast(&self->b, 4, m.data, m.len));
+	ASSERT_EQ(0xc, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	free(m.data);
+}
+
 /* Unicast and messages to the master are never filtered. */
 TEST_F(rules, unicast_not_filtered)
 {
