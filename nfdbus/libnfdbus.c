@@ -55,6 +55,13 @@ static struct nlmsghdr *nfdbus_msg(struct nfdbus *h, uint16_t type,
 	return nlh;
 }
 
+/* What the callbacks of one exchange get. */
+struct nfdbus_talk_ctx {
+	struct nfdbus	*h;
+	mnl_cb_t	cb;
+	void		*data;
+};
+
 static int nfdbus_ext_ack_attr(const struct nlattr *attr, void *data)
 {
 	struct nfdbus *h = data;
@@ -68,6 +75,7 @@ static int nfdbus_ext_ack_attr(const struct nlattr *attr, void *data)
 /* NLMSG_ERROR: an ack (error 0) ends the exchange; keep the ext ack text. */
 static int nfdbus_error_cb(const struct nlmsghdr *nlh, void *data)
 {
+	const struct nfdbus_talk_ctx *t = data;
 	const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
 	unsigned int off = sizeof(*e);
 
@@ -79,7 +87,7 @@ static int nfdbus_error_cb(const struct nlmsghdr *nlh, void *data)
 		if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
 			off += e->msg.nlmsg_len - sizeof(struct nlmsghdr);
 		if (mnl_nlmsg_size(off) <= nlh->nlmsg_len)
-			mnl_attr_parse(nlh, off, nfdbus_ext_ack_attr, data);
+			mnl_attr_parse(nlh, off, nfdbus_ext_ack_attr, t->h);
 	}
 	if (e->error) {
 		errno = -e->error;
@@ -88,11 +96,36 @@ static int nfdbus_error_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_STOP;
 }
 
+/* NLMSG_DONE ends a dump, with the error that stopped it if any. */
+static int nfdbus_done_cb(const struct nlmsghdr *nlh, void *data)
+{
+	const int *err = mnl_nlmsg_get_payload(nlh);
+
+	(void)data;
+	if (nlh->nlmsg_len >= mnl_nlmsg_size(sizeof(*err)) && *err < 0) {
+		errno = -*err;
+		return MNL_CB_ERROR;
+	}
+	return MNL_CB_STOP;
+}
+
+static int nfdbus_data_cb(const struct nlmsghdr *nlh, void *data)
+{
+	const struct nfdbus_talk_ctx *t = data;
+
+	return t->cb ? t->cb(nlh, t->data) : MNL_CB_OK;
+}
+
 /* Send nlh and run cb on the replies until the ack or the end of a dump. */
 static int nfdbus_talk(struct nfdbus *h, struct nlmsghdr *nlh,
 		       mnl_cb_t cb, void *data)
 {
-	mnl_cb_t ctl[NLMSG_MIN_TYPE] = { [NLMSG_ERROR] = nfdbus_error_cb };
+	/* libmnl runs no default for a type below the array's length */
+	mnl_cb_t ctl[NLMSG_MIN_TYPE] = {
+		[NLMSG_ERROR] = nfdbus_error_cb,
+		[NLMSG_DONE] = nfdbus_done_cb,
+	};
+	struct nfdbus_talk_ctx t = { .h = h, .cb = cb, .data = data };
 	unsigned int seq = nlh->nlmsg_seq;
 	ssize_t n;
 	int ret;
@@ -105,8 +138,8 @@ static int nfdbus_talk(struct nfdbus *h, struct nlmsghdr *nlh,
 		if (n < 0)
 			return -errno;
 		errno = 0;
-		ret = mnl_cb_run2(h->buf, n, seq, h->portid, cb, data, ctl,
-				  MNL_ARRAY_SIZE(ctl));
+		ret = mnl_cb_run2(h->buf, n, seq, h->portid, nfdbus_data_cb, &t,
+				  ctl, MNL_ARRAY_SIZE(ctl));
 		if (ret < 0)
 			return errno ? -errno : -EPROTO;
 		if (ret == MNL_CB_STOP)
