@@ -296,4 +296,39 @@ TEST_F(ctl, rules_go_with_bus)
 	ASSERT_EQ(0, count_rules(_metadata, &self->b, 0));
 }
 
+/* nfdbus-ctl, the tool in the guest, on the same bus */
+TEST_F(ctl, nfdbus_ctl_tool)
+{
+	char cmd[512], out[256], want[256];
+	const char *name = self->b.bus.sa.sbus_path + 1;
+	FILE *f;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd),
+		 "nfdbus-ctl add @%s 0x%llx \"member='X'\"", name,
+		 (unsigned long long)self->b.p[1].addr);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_EQ(1, count_rules(_metadata, &self->b, 1));
+
+	snprintf(cmd, sizeof(cmd), "nfdbus-ctl list @%s", name);
+	f = popen(cmd, "r");
+	ASSERT_NE(NULL, f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	ASSERT_EQ(0, pclose(f));
+	snprintf(want, sizeof(want), "0x%016llx\tmember='X'\n",
+		 (unsigned long long)self->b.p[1].addr);
+	ASSERT_STREQ(want, out);
+
+	/* a bad rule: exit status 1, and the rules are as they were */
+	snprintf(cmd, sizeof(cmd),
+		 "nfdbus-ctl add @%s 0x%llx \"type='bogus'\" 2>/dev/null",
+		 name, (unsigned long long)self->b.p[1].addr);
+	ASSERT_EQ(1, WEXITSTATUS(system(cmd)));
+	snprintf(cmd, sizeof(cmd), "nfdbus-ctl remove @%s 0x%llx member=X",
+		 name, (unsigned long long)self->b.p[1].addr);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_EQ(0, count_rules(_metadata, &self->b, 1));
+}
+
 TEST_HARNESS_MAIN
