@@ -129,6 +129,33 @@ TEST_F(rules, table)
 	}
 }
 
+/*
+ * A bus whose master never added a rule is left alone: everyone gets
+ * every multicast, malformed ones too. The first rule changes that.
+ */
+TEST_F(rules, unmanaged_bus_unfiltered)
+{
+	struct nfd_blob m = nfd_marshal(_metadata, &m1, false);
+	static const char junk[] = "not D-Bus";
+
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0x1f, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, junk, sizeof(junk)));
+	ASSERT_EQ(0x1f, nfd_receivers(_metadata, &self->b, junk,
+				      sizeof(junk)));
+	ASSERT_EQ(0, nfd_stats(_metadata, &self->b).parsed);
+
+	NFD_ADD(&self->b, 1, "member='Other'", 0);
+	ASSERT_EQ(EPERM, nfd_mcast(&self->b, 0, junk, sizeof(junk)));
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0x8, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	/* still managed once the rules are gone */
+	ASSERT_EQ(0, nfdbus_flush(self->b.h, &self->b.nb, self->b.p[1].addr));
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0x8, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	free(m.data);
+}
+
 /* Several peers with different rules: one message, the exact set. */
 TEST_F(rules, several_peers)
 {
