@@ -105,6 +105,7 @@ struct fuzz_shared {
 	uint64_t unexpected;
 	uint64_t kills;
 	uint64_t sent, received, fds_passed, fds_received, accepted;
+	uint64_t netns_moves;
 	int nreports;
 	char reports[MAX_REPORTS][256];
 };
@@ -901,14 +902,41 @@ static void op_proc(struct thread_ctx *t)
 	close(fd);
 }
 
-/* Rarely: this thread goes on in a new network namespace. */
+/* Raise or lower CAP_SYS_ADMIN in this thread's effective set. */
+static int sys_admin(bool on)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	const unsigned int bit = 1u << (CAP_SYS_ADMIN % 32);
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -1;
+	if (on)
+		data[CAP_SYS_ADMIN / 32].effective |= bit;
+	else
+		data[CAP_SYS_ADMIN / 32].effective &= ~bit;
+	return syscall(SYS_capset, &hdr, data);
+}
+
+/*
+ * Rarely: this thread goes on in a new network namespace (which needs
+ * CAP_SYS_ADMIN, kept in the permitted set for this alone).
+ */
 static void op_netns(struct thread_ctx *t)
 {
+	int ret;
+
 	if (t->netns_moves >= 2 || !chance(&t->r, 5))
 		return;
 	t->netns_moves++;
-	check(t, "unshare(CLONE_NEWNET)", unshare(CLONE_NEWNET),
-	      E(EPERM, ENOSPC, EINVAL), NULL);
+	if (sys_admin(true))
+		_exit(3);
+	ret = unshare(CLONE_NEWNET);
+	check(t, "unshare(CLONE_NEWNET)", ret, E(ENOSPC, ENOMEM), NULL);
+	if (sys_admin(false))
+		_exit(3);
+	if (ret == 0)
+		__atomic_add_fetch(&sh->netns_moves, 1, __ATOMIC_RELAXED);
 }
 
 /* Rarely: a new network namespace, or a read of /proc/net/bus. */
@@ -1014,6 +1042,8 @@ static void ticker(struct rng *r, unsigned int nthreads)
  * so that the limits the kernel enforces on unprivileged senders (send
  * buffer within wmem_max, files in flight within RLIMIT_NOFILE) hold and
  * random buffer sizes cannot make the guest run out of memory.
+ * CAP_SYS_ADMIN stays permitted, not effective: op_netns() raises it
+ * around unshare(CLONE_NEWNET) only.
  */
 static void drop_caps(void)
 {
@@ -1027,7 +1057,8 @@ static void drop_caps(void)
 		return;
 	for (i = 0; i < sizeof(drop) / sizeof(drop[0]); i++) {
 		data[drop[i] / 32].effective &= ~(1u << (drop[i] % 32));
-		data[drop[i] / 32].permitted &= ~(1u << (drop[i] % 32));
+		if (drop[i] != CAP_SYS_ADMIN)
+			data[drop[i] / 32].permitted &= ~(1u << (drop[i] % 32));
 		data[drop[i] / 32].inheritable &= ~(1u << (drop[i] % 32));
 	}
 	if (syscall(SYS_capset, &hdr, data))
@@ -1248,6 +1279,7 @@ int main(int argc, char **argv)
 		       " received (%" PRIu64 " files), %" PRIu64 " workers killed\n",
 		       sh->ops, sh->accepted, sh->sent, sh->fds_passed, sh->received,
 		       sh->fds_received, sh->kills);
+	ksft_print_msg("%" PRIu64 " network namespace moves\n", sh->netns_moves);
 
 	if (sh->unexpected)
 		ksft_test_result_fail("%" PRIu64 " unexpected results (seed %#" PRIx64 ")\n",
