@@ -363,3 +363,26 @@ int nfdbus_get_stats(struct nfdbus *h, struct nfdbus_stats *stats)
 					 NLM_F_ACK),
 			   nfdbus_stats_cb, stats);
 }
+
+static int nfdbus_count_cb(const struct nlmsghdr *nlh, void *data)
+{
+	(void)nlh;
+	++*(int *)data;
+	return MNL_CB_OK;
+}
+
+int nfdbus_request_raw(struct nfdbus *h, uint8_t cmd, uint16_t flags,
+		       const void *attrs, size_t len)
+{
+	struct nlmsghdr *nlh;
+	int count = 0, err;
+
+	if (len > sizeof(h->buf) - mnl_nlmsg_size(MNL_ALIGN(sizeof(struct genlmsghdr))))
+		return -EMSGSIZE;
+	nlh = nfdbus_msg(h, h->family, cmd, NLM_F_ACK | flags);
+	memset(mnl_nlmsg_get_payload_tail(nlh), 0, MNL_ALIGN(len));
+	memcpy(mnl_nlmsg_get_payload_tail(nlh), attrs, len);
+	nlh->nlmsg_len += MNL_ALIGN(len);
+	err = nfdbus_talk(h, nlh, nfdbus_count_cb, &count);
+	return err ? err : count;
+}

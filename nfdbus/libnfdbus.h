@@ -68,4 +68,15 @@ int nfdbus_list(struct nfdbus *h, const struct nfdbus_bus *bus,
 		const uint64_t *peer, nfdbus_rule_cb cb, void *data);
 int nfdbus_get_stats(struct nfdbus *h, struct nfdbus_stats *stats);
 
+/*
+ * For tests that send what the functions above cannot (fuzzers): a
+ * request of the family with command cmd, NLM_F_ACK and the extra flags
+ * (NLM_F_DUMP, say), whose attributes are the len bytes at attrs,
+ * already in netlink attribute format and sent as they are. Returns the
+ * number of messages of the reply before the ack or the end of the dump,
+ * or a negative errno.
+ */
+int nfdbus_request_raw(struct nfdbus *h, uint8_t cmd, uint16_t flags,
+		       const void *attrs, size_t len);
+
 #endif /* LIBNFDBUS_H */
