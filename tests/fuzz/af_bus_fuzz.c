@@ -11,14 +11,23 @@
  * recvmsg (keeping descriptors that arrive), setsockopt and getsockopt
  * with random levels, names, values and lengths (SOL_BUS included),
  * shutdown, poll, ioctl, dup, close while other threads use the same
- * descriptor, and, rarely, a move to a new network namespace.  A ticker
+ * descriptor, and, rarely, a move to a new network namespace.  Half the
+ * buses carry D-Bus (BUS_PROTO_DBUS): nfdbus_ops.c gives their clients
+ * random match rules through the nfdbus netlink family (libnfdbus, and
+ * raw requests through libmnl), lists, removes and flushes them on real
+ * and bogus buses and peers, reads the counters, and sends D-Bus
+ * messages marshalled by libdbus (big endian by GDBus), valid, mutated
+ * and malformed, so that nfdbus parses and filters fuzzed multicasts.
+ * A ticker
  * thread in each worker interrupts blocked calls with signals, and the
  * supervisor kill -9s a random worker every few seconds and starts a
  * new one.  The bus names (four abstract, two filesystem) are shared by
  * all workers, so buses and their clients span processes.
  *
  * It fails when a call returns an errno outside the set
- * Documentation/networking/af_bus.rst allows for it, when a worker does
+ * Documentation/networking/af_bus.rst (or nfdbus.rst) allows for it,
+ * when nfdbus refuses a valid rule or message or accepts an invalid one
+ * (see nfdbus_ops.c for exactly which), when a worker does
  * not finish within 30 seconds of the end, or when the AF_BUS socket
  * and slab counts are not back at their starting values once every
  * worker is gone.  Kernel reports (KASAN, lockdep, ...) are caught by
@@ -71,27 +80,16 @@
 
 #include "kselftest.h"
 #include "../kernel/af_bus_counts.h"
+#include "af_bus_fuzz.h"
 
-#ifndef AF_BUS
-#define AF_BUS 46
-#endif
-#ifndef SOL_BUS
-#define SOL_BUS 288
-#endif
 #ifndef ENOTSUPP
 #define ENOTSUPP 524
 #endif
 
-#define NSLOTS		24
-#define NNAMES		6
 #define MAX_PROCS	32
 #define MAX_THREADS	16
-#define MAX_REPORTS	20
 #define BIGMSG		(300 * 1024)
-#define FUZZ_DIR	"/tmp/afbus-fuzz"
 #define STUCK_S		30
-
-#define SA_NOPATH	offsetof(struct sockaddr_bus, sbus_path)
 
 /* ---- options and shared state ---- */
 
@@ -99,45 +97,7 @@ static uint64_t opt_seed;
 static unsigned int opt_seconds = 120, opt_procs = 4, opt_threads = 3;
 static bool opt_nokill, opt_verbose;
 
-struct fuzz_shared {
-	int stop;
-	uint64_t ops;
-	uint64_t unexpected;
-	uint64_t kills;
-	uint64_t sent, received, fds_passed, fds_received, accepted;
-	uint64_t netns_moves;
-	int nreports;
-	char reports[MAX_REPORTS][256];
-};
-
-static struct fuzz_shared *sh;
-
-/* ---- random numbers: splitmix64 ---- */
-
-struct rng {
-	uint64_t s;
-};
-
-static uint64_t rnd(struct rng *r)
-{
-	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n). */
-static unsigned int below(struct rng *r, unsigned int n)
-{
-	return n ? rnd(r) % n : 0;
-}
-
-/* True with probability pct percent. */
-static bool chance(struct rng *r, unsigned int pct)
-{
-	return below(r, 100) < pct;
-}
+struct fuzz_shared *sh;
 
 /* Flags, each set with its own probability; the list ends with pct 0. */
 struct flag_chance {
@@ -176,20 +136,12 @@ struct worker {
 
 static struct worker w;
 
-struct thread_ctx {
-	unsigned int idx;
-	struct rng r;
-	uint64_t nops;
-	unsigned int netns_moves;
-	unsigned char *buf;		/* BIGMSG bytes to receive into */
-};
-
 static bool stopping(void)
 {
 	return __atomic_load_n(&sh->stop, __ATOMIC_RELAXED);
 }
 
-static int slot_get(struct rng *r)
+int slot_get(struct rng *r)
 {
 	return __atomic_load_n(&w.slots[below(r, NSLOTS)], __ATOMIC_RELAXED);
 }
@@ -209,8 +161,6 @@ static void slot_put(struct rng *r, int fd)
 
 /* ---- errno checking ---- */
 
-#define E(...)	((const int []){ __VA_ARGS__, 0 })
-
 static bool in_list(const int *list, int err)
 {
 	for (; *list; list++)
@@ -219,7 +169,7 @@ static bool in_list(const int *list, int err)
 	return false;
 }
 
-static void report(const char *fmt, ...)
+void report(const char *fmt, ...)
 {
 	char line[256];
 	va_list ap;
@@ -240,8 +190,17 @@ static void report(const char *fmt, ...)
  * Check the result of one call: ret < 0 must come with an errno in
  * allowed or in the errors every descriptor call may give.
  */
-static void check(struct thread_ctx *t, const char *what, long ret,
-		  const int *allowed, const char *detail)
+static bool is_bus_socket(int fd)
+{
+	int domain;
+	socklen_t len = sizeof(domain);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) &&
+	       domain == AF_BUS;
+}
+
+void check(struct thread_ctx *t, const char *what, long ret,
+	   const int *allowed, const char *detail)
 {
 	static const int common[] = { EBADF, ENOTSOCK, EINTR, ENOMEM, 0 };
 	int err = errno;
@@ -249,6 +208,15 @@ static void check(struct thread_ctx *t, const char *what, long ret,
 	t->nops++;
 	if (ret >= 0 || in_list(common, err) || in_list(allowed, err))
 		return;
+	if (t->fd >= 0 && !is_bus_socket(t->fd)) {
+		/*
+		 * A close race: another thread closed the descriptor and
+		 * its number now names some other file (a netlink socket
+		 * of nfdbus_ops.c, say), whose errors are not AF_BUS's.
+		 */
+		__atomic_add_fetch(&sh->raced, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	report("worker %u.%u thread %u op %" PRIu64 ": %s%s%s: %s (errno %d)",
 	       w.idx, w.gen, t->idx, t->nops, what, detail ? " " : "",
 	       detail ? detail : "", strerror(err), err);
@@ -256,7 +224,7 @@ static void check(struct thread_ctx *t, const char *what, long ret,
 
 /* ---- names ---- */
 
-static void pool_name(unsigned int i, struct sockaddr_bus *sa, socklen_t *len)
+void pool_name(unsigned int i, struct sockaddr_bus *sa, socklen_t *len)
 {
 	int n;
 
@@ -273,7 +241,7 @@ static void pool_name(unsigned int i, struct sockaddr_bus *sa, socklen_t *len)
 	}
 }
 
-static __u64 random_addr(struct rng *r)
+__u64 random_addr(struct rng *r)
 {
 	switch (below(r, 9)) {
 	case 0: return 0;
@@ -521,14 +489,21 @@ static void op_session(struct thread_ctx *t)
 		setsockopt(a, SOL_BUS, BUS_JOIN_BUS, NULL, 0);
 		if (chance(r, 30))
 			bus_opt_addr(a, BUS_ADD_ADDR, random_addr(r));
+		/* on a D-Bus bus, nfdbus filters the multicasts by these */
+		if (chance(r, 60))
+			nfdbus_rules_for(t, a);
 		fds[n++] = a;
 	}
 	for (i = 4 * n; i > 0 && n; i--) {
-		if (chance(r, 60))
-			op_send(t, fds[below(r, n)]);
+		t->fd = fds[below(r, n)];
+		if (chance(r, 15))
+			op_dbus_mcast(t, t->fd);
+		else if (chance(r, 55))
+			op_send(t, t->fd);
 		else
-			op_recv(t, fds[below(r, n)]);
+			op_recv(t, t->fd);
 	}
+	t->fd = -1;
 	for (i = 0; i < n; i++)
 		slot_put(r, fds[i]);
 	if (m >= 0)
@@ -601,6 +576,8 @@ static void op_send(struct thread_ctx *t, int fd)
 {
 	struct rng *r = &t->r;
 	char ctl[256] __attribute__((aligned(8)));
+	unsigned char dbus[8192];
+	unsigned char *data = w.zeros;
 	struct sockaddr_bus sa;
 	struct iovec iov[8];
 	struct msghdr msg = { .msg_iov = iov };
@@ -620,9 +597,14 @@ static void op_send(struct thread_ctx *t, int fd)
 	case 15: case 16: case 17: size = below(r, 70000); break;
 	default: size = below(r, BIGMSG); break;
 	}
+	if (chance(r, 30)) {
+		/* a D-Bus message, for nfdbus on D-Bus buses */
+		size = dbus_payload(t, dbus, sizeof(dbus));
+		data = dbus;
+	}
 	msg.msg_iovlen = 1 + below(r, 8);
 	for (i = 0, left = size; i < msg.msg_iovlen; i++) {
-		iov[i].iov_base = w.zeros;
+		iov[i].iov_base = data + (size - left);
 		iov[i].iov_len = i + 1 == msg.msg_iovlen ? left : below(r, left + 1);
 		left -= iov[i].iov_len;
 	}
@@ -935,8 +917,10 @@ static void op_netns(struct thread_ctx *t)
 	check(t, "unshare(CLONE_NEWNET)", ret, E(ENOSPC, ENOMEM), NULL);
 	if (sys_admin(false))
 		_exit(3);
-	if (ret == 0)
+	if (ret == 0) {
 		__atomic_add_fetch(&sh->netns_moves, 1, __ATOMIC_RELAXED);
+		nfdbus_netns_moved(t);
+	}
 }
 
 /* Rarely: a new network namespace, or a read of /proc/net/bus. */
@@ -958,19 +942,21 @@ static const struct fuzz_op {
 	void (*any)(struct thread_ctx *t);
 	void (*on_fd)(struct thread_ctx *t, int fd);
 } fuzz_ops[] = {
-	{ 5, op_socket, NULL },
+	{ 4, op_socket, NULL },
 	{ 2, op_master, NULL },
 	{ 2, op_session, NULL },
-	{ 8, op_client, NULL },
+	{ 6, op_client, NULL },
 	{ 5, op_close, NULL },
 	{ 2, op_poll, NULL },
 	{ 1, op_rare, NULL },
+	{ 4, op_nfdbus, NULL },
 	{ 2, NULL, op_bind },
 	{ 2, NULL, op_listen },
 	{ 8, NULL, op_accept },
 	{ 3, NULL, op_connect },
-	{ 23, NULL, op_send },
-	{ 18, NULL, op_recv },
+	{ 3, NULL, op_dbus_mcast },
+	{ 20, NULL, op_send },
+	{ 17, NULL, op_recv },
 	{ 8, NULL, op_setsockopt },
 	{ 3, NULL, op_getsockopt },
 	{ 3, NULL, op_shutdown },
@@ -991,10 +977,13 @@ static void one_op(struct thread_ctx *t)
 			pick -= fuzz_ops[i].weight;
 			continue;
 		}
-		if (fuzz_ops[i].any)
+		if (fuzz_ops[i].any) {
 			fuzz_ops[i].any(t);
-		else if (fd >= 0)
+		} else if (fd >= 0) {
+			t->fd = fd;
 			fuzz_ops[i].on_fd(t, fd);
+			t->fd = -1;
+		}
 		return;
 	}
 }
@@ -1013,6 +1002,7 @@ static void *op_thread(void *arg)
 	__atomic_store_n(&w.tids[t->idx], gettid(), __ATOMIC_RELEASE);
 	while (!stopping())
 		one_op(t);
+	nfdbus_thread_end(t);
 	__atomic_add_fetch(&sh->ops, t->nops, __ATOMIC_RELAXED);
 	__atomic_store_n(&w.tids[t->idx], 0, __ATOMIC_RELEASE);
 	return NULL;
@@ -1041,7 +1031,8 @@ static void ticker(struct rng *r, unsigned int nthreads)
  * Workers run without CAP_NET_ADMIN, CAP_SYS_RESOURCE and CAP_SYS_ADMIN,
  * so that the limits the kernel enforces on unprivileged senders (send
  * buffer within wmem_max, files in flight within RLIMIT_NOFILE) hold and
- * random buffer sizes cannot make the guest run out of memory.
+ * random buffer sizes cannot make the guest run out of memory; nfdbus
+ * lets them change rules because they have the uid of the bus masters.
  * CAP_SYS_ADMIN stays permitted, not effective: op_netns() raises it
  * around unshare(CLONE_NEWNET) only.
  */
@@ -1089,6 +1080,7 @@ static void worker_main(unsigned int idx, unsigned int gen)
 		ctx[i] = (struct thread_ctx){
 			.idx = i,
 			.r.s = mix_seed(opt_seed, idx, gen, i + 1),
+			.fd = -1,
 			.buf = malloc(BIGMSG),
 		};
 		if (!ctx[i].buf || pthread_create(&w.threads[i], NULL, op_thread,
@@ -1279,7 +1271,17 @@ int main(int argc, char **argv)
 		       " received (%" PRIu64 " files), %" PRIu64 " workers killed\n",
 		       sh->ops, sh->accepted, sh->sent, sh->fds_passed, sh->received,
 		       sh->fds_received, sh->kills);
-	ksft_print_msg("%" PRIu64 " network namespace moves\n", sh->netns_moves);
+	ksft_print_msg("%" PRIu64 " unexpected results on descriptors that were no "
+		       "longer AF_BUS sockets (close races)\n", sh->raced);
+	ksft_print_msg("nfdbus: %" PRIu64 " EPERM for a bus whose master was going away "
+		       "(tolerated; nfdbus should say ENOENT)\n", sh->perm_races);
+	ksft_print_msg("nfdbus: %" PRIu64 " requests (%" PRIu64 " succeeded, %"
+		       PRIu64 " rules added, %" PRIu64 " resyncs); %" PRIu64
+		       " D-Bus multicasts sent, %" PRIu64 " refused as malformed, %"
+		       PRIu64 " strictly checked; %" PRIu64 " network namespace moves\n",
+		       sh->nl_requests, sh->nl_ok, sh->rules_added, sh->nl_resync,
+		       sh->dbus_sent, sh->dbus_refused, sh->dbus_strict,
+		       sh->netns_moves);
 
 	if (sh->unexpected)
 		ksft_test_result_fail("%" PRIu64 " unexpected results (seed %#" PRIx64 ")\n",
