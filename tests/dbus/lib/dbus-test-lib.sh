@@ -82,6 +82,16 @@ wait_for_name() {
 	return 1
 }
 
+# wait_for_line FILE REGEX: until a line of FILE matches REGEX (grep -E;
+# 20 s at most).
+wait_for_line() {
+	i=0
+	while ! grep -Eq -- "$2" "$1" 2>/dev/null && [ $i -lt 200 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
 finish() {
 	for p in $_pids; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
