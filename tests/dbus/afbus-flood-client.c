@@ -3,7 +3,7 @@
  * Sends a burst of calls to a service that does not read for a while,
  * for the AF_BUS tests of a full recipient queue.
  *
- * Usage: afbus-flood-client DEST COUNT STALL-MS [FIRST-WAIT-MS]
+ * Usage: afbus-flood-client DEST COUNT STALL-MS [FIRST-WAIT-MS [SIZE]]
  *
  * With STALL-MS > 0 it first asks DEST to stall (com.example.Echo.Stall)
  * for that long.  Then it sends COUNT calls com.example.Echo.Echo
@@ -12,14 +12,17 @@
  * reply.  With FIRST-WAIT-MS, it sends call 0 alone and waits up to that
  * long for the org.freedesktop.DBus.AF_BUS.Forwarded signal about DEST
  * before sending the others, so that they take whatever path that
- * signal gives.  It prints
+ * signal gives ("-": no first call alone).  With SIZE, each string is
+ * padded to SIZE bytes.  It prints
  *   "first-forwarded ADDR" (with FIRST-WAIT-MS; "none" if none came)
  *   "flushing" (all calls are sent or queued; it now flushes)
- *   "calls=N ok=N in-order=0|1 flush-ms=N flush-cpu-ms=N"
+ *   "calls=N ok=N in-order=0|1 flush-ms=N flush-cpu-ms=N errors=N error=NAME"
  * where ok counts the replies holding their call's string, in-order
- * tells whether the replies came in the order of the calls, and
+ * tells whether the replies came in the order of the calls,
  * flush-cpu-ms is the CPU time (user + system) the client used while it
- * flushed.  Exit status 0 if every call got its reply in order.
+ * flushed, errors counts the error replies and NAME is the name of the
+ * last one ("-" if none).  Exit status 0 if every call got its reply in
+ * order.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +34,9 @@
 static const char *dest;
 static int got_forwarded;
 static dbus_uint64_t forwarded_addr;
-static int *order, n_order, ok;
+static int *order, n_order, ok, errors;
+static char error_name[256] = "-";
+static size_t size;
 
 static DBusHandlerResult filter(DBusConnection *c, DBusMessage *m, void *data)
 {
@@ -51,19 +56,39 @@ static DBusHandlerResult filter(DBusConnection *c, DBusMessage *m, void *data)
 	return DBUS_HANDLER_RESULT_NOT_YET_HANDLED;
 }
 
+/* The string of call n: "call N", padded with 'x' to size bytes. */
+static char *text(int n)
+{
+	size_t len = size > 32 ? size : 32;
+	char *buf = malloc(len + 1);
+
+	if (!buf)
+		exit(1);
+	snprintf(buf, len + 1, "call %d", n);
+	if (size > strlen(buf)) {
+		memset(buf + strlen(buf), 'x', size - strlen(buf));
+		buf[size] = '\0';
+	}
+	return buf;
+}
+
 static void replied(DBusPendingCall *pending, void *data)
 {
 	DBusMessage *r = dbus_pending_call_steal_reply(pending);
 	int n = (int)(long)data;
 	const char *s;
-	char buf[32];
+	char *buf = text(n);
 
-	snprintf(buf, sizeof(buf), "call %d", n);
 	if (r && dbus_message_get_args(r, NULL, DBUS_TYPE_STRING, &s, DBUS_TYPE_INVALID) &&
-	    strcmp(s, buf) == 0)
+	    strcmp(s, buf) == 0) {
 		ok++;
-	else
+	} else if (r && dbus_message_get_type(r) == DBUS_MESSAGE_TYPE_ERROR) {
+		errors++;
+		snprintf(error_name, sizeof(error_name), "%s", dbus_message_get_error_name(r));
+	} else {
 		fprintf(stderr, "call %d: bad reply\n", n);
+	}
+	free(buf);
 	order[n_order++] = n;
 	if (r)
 		dbus_message_unref(r);
@@ -73,10 +98,9 @@ static void call(DBusConnection *c, int n)
 {
 	DBusMessage *m;
 	DBusPendingCall *pending;
-	char buf[32];
+	char *buf = text(n);
 	const char *s = buf;
 
-	snprintf(buf, sizeof(buf), "call %d", n);
 	m = dbus_message_new_method_call(dest, "/", "com.example.Echo", "Echo");
 	if (!m || !dbus_message_append_args(m, DBUS_TYPE_STRING, &s, DBUS_TYPE_INVALID) ||
 	    !dbus_connection_send_with_reply(c, m, &pending, 120000) || !pending) {
@@ -86,6 +110,7 @@ static void call(DBusConnection *c, int n)
 	dbus_pending_call_set_notify(pending, replied, (void *)(long)n, NULL);
 	dbus_pending_call_unref(pending);
 	dbus_message_unref(m);
+	free(buf);
 }
 
 static long now_ms(void)
@@ -114,12 +139,14 @@ int main(int argc, char **argv)
 	long t0, c0, flush_ms, flush_cpu;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: afbus-flood-client DEST COUNT STALL-MS [FIRST-WAIT-MS]\n");
+		fprintf(stderr, "usage: afbus-flood-client DEST COUNT STALL-MS [FIRST-WAIT-MS [SIZE]]\n");
 		return 2;
 	}
 	dest = argv[1];
 	count = atoi(argv[2]);
 	stall = strtoul(argv[3], NULL, 0);
+	if (argc > 5)
+		size = strtoul(argv[5], NULL, 0);
 	order = calloc(count, sizeof(*order));
 	if (!order)
 		return 1;
@@ -142,7 +169,7 @@ int main(int argc, char **argv)
 		dbus_message_unref(m);
 	}
 
-	if (argc > 4) {
+	if (argc > 4 && strcmp(argv[4], "-") != 0) {
 		long wait = atol(argv[4]);
 
 		call(c, 0);
@@ -177,8 +204,8 @@ int main(int argc, char **argv)
 		if (order[i] != i)
 			in_order = 0;
 
-	printf("calls=%d ok=%d in-order=%d flush-ms=%ld flush-cpu-ms=%ld\n",
-	       count, ok, in_order, flush_ms, flush_cpu);
+	printf("calls=%d ok=%d in-order=%d flush-ms=%ld flush-cpu-ms=%ld errors=%d error=%s\n",
+	       count, ok, in_order, flush_ms, flush_cpu, errors, error_name);
 	dbus_connection_close(c);
 	dbus_connection_unref(c);
 	return (ok == count && in_order) ? 0 : 1;

@@ -51,12 +51,15 @@ bg() {
 	_pids="$_pids $!"
 }
 
-# start_bus [ADDRESS]: start dbus-daemon --session on ADDRESS (default
-# afbus:) and set DBUS_SESSION_BUS_ADDRESS and BUS_PID.
+# start_bus [ADDRESS [CONFIG-FILE]]: start dbus-daemon --session (or with
+# CONFIG-FILE) on ADDRESS (default afbus:) and set
+# DBUS_SESSION_BUS_ADDRESS and BUS_PID.
 start_bus() {
 	addr_file=/tmp/bus-address.$$
 	rm -f "$addr_file"
-	dbus-daemon --session --nofork --address="${1:-afbus:}" \
+	config=--session
+	[ -n "${2:-}" ] && config=--config-file=$2
+	dbus-daemon "$config" --nofork --address="${1:-afbus:}" \
 		--print-address=3 3>"$addr_file" &
 	BUS_PID=$!
 	_pids="$_pids $BUS_PID"
