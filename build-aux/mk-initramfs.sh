@@ -17,17 +17,32 @@
 #   dbus-send, dbus-monitor, libdbus, the session bus configuration, and
 #   the D-Bus tests: /tests/dbus/*.sh from tests/dbus/ and the programs
 #   they use from build/tests/dbus/ (in /usr/bin)
+#   the benchmark tools build/tests/bench/* (in /usr/bin) and
+#   /usr/libexec/afbus/run-bench (tests/bench/run-bench)
+#
+# With --bench (first argument) it writes build/initramfs-bench.cpio.gz
+# instead, for `make bench`, with Debian's own buses added (from
+# build-aux/bench-debs.sh): /opt/debian/bin/dbus-daemon and its
+# /opt/debian/lib/libdbus-1.so.3, /usr/bin/dbus-broker and
+# /usr/bin/dbus-broker-launch.
 #
 # The archive is written with the kernel's usr/gen_init_cpio, so device
 # nodes and root ownership need no privileges.  It is rebuilt only when
 # the hash of its contents changes.
 #
-# Usage: mk-initramfs.sh [TEST-BINARY...]
+# Usage: mk-initramfs.sh [--bench] [TEST-BINARY...]
 set -eu
 . "$(dirname "$0")/common.sh"
 
 OUT=$AFBUS_BUILD/initramfs.cpio.gz
 WORK=$AFBUS_BUILD/initramfs
+BENCH=0
+if [ "${1:-}" = --bench ]; then
+	shift
+	BENCH=1
+	OUT=$AFBUS_BUILD/initramfs-bench.cpio.gz
+	WORK=$AFBUS_BUILD/initramfs-bench
+fi
 LIST=$WORK/list
 BUSYBOX=${BUSYBOX:-/bin/busybox}
 GUEST_CHECK=$AFBUS_BUILD/guest/guest-check
@@ -98,6 +113,36 @@ add_dbus() {
 	done
 }
 
+BENCH_BIN=$AFBUS_BUILD/tests/bench
+
+# add_bench: the benchmark tools and the in-guest benchmark runner.
+add_bench() {
+	local f
+	add_file /usr/libexec/afbus/run-bench "$AFBUS_TOP/tests/bench/run-bench"
+	for f in "$BENCH_BIN"/*; do
+		[ -f "$f" ] && [ -x "$f" ] || continue
+		add_file "/usr/bin/${f##*/}" "$f"
+		dbus_bins+=("$f")
+	done
+}
+
+# add_debian: Debian's dbus-daemon with its libdbus under /opt/debian
+# (LD_LIBRARY_PATH=/opt/debian/lib; the fork's libdbus stays the
+# default), and dbus-broker, whose launcher runs /usr/bin/dbus-broker.
+add_debian() {
+	local root lib f
+	root=$("$AFBUS_TOP/build-aux/bench-debs.sh")
+	add_file /opt/debian/bin/dbus-daemon "$root/usr/bin/dbus-daemon"
+	lib=$(cd "$root/lib/x86_64-linux-gnu" && ls libdbus-1.so.3.*)
+	add_file "/opt/debian/lib/$lib" "$root/lib/x86_64-linux-gnu/$lib"
+	echo "slink /opt/debian/lib/libdbus-1.so.3 $lib 0777 0 0" >>"$LIST"
+	for f in dbus-broker dbus-broker-launch; do
+		add_file "/usr/bin/$f" "$root/usr/bin/$f"
+	done
+	dbus_bins+=("$root/usr/bin/dbus-daemon" "$root/usr/bin/dbus-broker"
+		    "$root/usr/bin/dbus-broker-launch")
+}
+
 write_list() {
 	local applet t built=()
 
@@ -150,6 +195,8 @@ write_list() {
 	add_file /tests/unbuilt "$WORK/unbuilt" 0644
 	dbus_bins=()
 	add_dbus
+	add_bench
+	[ "$BENCH" = 0 ] || add_debian
 	add_libs "$GUEST_CHECK" ${built[@]+"${built[@]}"} ${dbus_bins[@]+"${dbus_bins[@]}"} \
 		$([ -x "$NFDBUS_CTL" ] && echo "$NFDBUS_CTL")
 }
