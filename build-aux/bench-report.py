@@ -1,0 +1,409 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Turn the benchmark guest's log into results.json, plots and a table.
+
+Usage: bench-report.py GUEST-LOG OUT-DIR
+
+The guest (tests/bench/run-bench) prints one line per measurement,
+"afbus-bench: bench=... bus=... run=N KEY=VALUE...", and
+"afbus-bench-info: ..." lines about itself.  This groups the runs of each
+figure, reports min, median and max over the runs, computes the ratios
+afbus/dbus-daemon (Debian's), afbus/dbus-daemon-fork, afbus/dbus-broker
+and afbus/peer-to-peer of the medians (AF_BUS/AF_UNIX for the raw
+sockets), writes OUT-DIR/results.json, draws OUT-DIR/*.svg with gnuplot
+and prints the table.  Exit status 1 if a measurement failed.
+"""
+
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+BUSES = ["afbus", "dbus-daemon-fork", "dbus-daemon", "dbus-broker", "peer-to-peer"]
+REFERENCES = ["dbus-daemon", "dbus-daemon-fork", "dbus-broker", "peer-to-peer"]
+TAGS = ["bench", "bus", "family", "size", "mode", "subscribers", "receivers",
+        "peers", "rules"]
+# Figures of each benchmark worth a ratio, and whether lower is better.
+METRICS = {
+    "rtt": ["median_us", "p99_us", "calls_per_s", "ctxt_per_op", "cpu_us_per_op"],
+    "raw-pingpong": ["median_us", "p99_us", "rounds_per_s", "ctxt_per_op"],
+    "raw-fanout": ["msgs_per_s", "ctxt_per_op", "cpu_us_per_op"],
+    "signals": ["msgs_per_s", "ctxt_per_op", "cpu_us_per_op"],
+    "peers-rtt": ["median_us", "calls_per_s"],
+    "peers-signals": ["msgs_per_s"],
+    "rules-rtt": ["median_us", "calls_per_s"],
+    "rules-signals": ["msgs_per_s"],
+}
+LABEL = {
+    "median_us": "median latency (us)", "p99_us": "p99 latency (us)",
+    "calls_per_s": "calls/s", "rounds_per_s": "round trips/s",
+    "msgs_per_s": "delivered/s", "ctxt_per_op": "context switches per op",
+    "cpu_us_per_op": "CPU us per op",
+}
+SHORT = {"dbus-daemon": "daemon", "dbus-daemon-fork": "fork-unix",
+         "dbus-broker": "broker", "peer-to-peer": "p2p"}
+
+
+def parse_fields(text):
+    fields = {}
+    for word in text.split():
+        if "=" in word:
+            k, v = word.split("=", 1)
+            fields[k] = v
+    return fields
+
+
+def number(v):
+    try:
+        return float(v)
+    except ValueError:
+        return None
+
+
+def read_log(path):
+    results, failures, info = [], [], []
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.replace("\r", "").rstrip("\n")
+            if line.startswith("afbus-bench: "):
+                results.append(parse_fields(line[len("afbus-bench: "):]))
+            elif line.startswith("afbus-bench-fail: "):
+                failures.append(line[len("afbus-bench-fail: "):])
+            elif line.startswith("afbus-bench-info: "):
+                info.append(line[len("afbus-bench-info: "):])
+    return results, failures, info
+
+
+def group(results):
+    """{key tuple: {"tags": {...}, "runs": [fields...]}} in log order."""
+    groups = {}
+    for r in results:
+        tags = {t: r[t] for t in TAGS if t in r}
+        key = tuple(sorted(tags.items()))
+        groups.setdefault(key, {"tags": tags, "runs": []})["runs"].append(r)
+    return groups
+
+
+def summarize(g):
+    figures = {}
+    for k in g["runs"][0]:
+        if k in TAGS or k == "run":
+            continue
+        vals = [number(r.get(k, "")) for r in g["runs"]]
+        vals = [v for v in vals if v is not None]
+        if vals:
+            figures[k] = {"min": min(vals), "median": statistics.median(vals),
+                          "max": max(vals)}
+    return figures
+
+
+def guest_info(info):
+    guest = {}
+    for line in info:
+        f = parse_fields(line)
+        if "cpus" in f and "clocksource" in f:
+            guest.update(cpus=int(f["cpus"]), clocksource=f["clocksource"],
+                         kernel=f.get("kernel"), clock_ticks_per_s=f.get("hz"))
+        elif line.startswith("options "):
+            guest["options"] = parse_fields(line[len("options "):])
+        elif line.startswith("seconds="):
+            guest["benchmark_seconds"] = int(f["seconds"])
+        elif line.startswith("check "):
+            guest.setdefault("checks", []).append(line[len("check "):])
+        elif "bus" in f:
+            guest.setdefault("buses", {})[f["bus"]] = {
+                k: v for k, v in f.items() if k != "bus"}
+            if "failed to start" in line:
+                guest["buses"][f["bus"]]["failed"] = True
+    return guest
+
+
+def host_info():
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    qemu = subprocess.run(["qemu-system-x86_64", "--version"], capture_output=True,
+                          text=True, check=False).stdout.split("\n")[0]
+    accel = "kvm" if os.environ.get("AFBUS_KVM") == "1" else "tcg"
+    return {"cpu": model, "cpus": os.cpu_count(), "kernel": platform.release(),
+            "qemu": qemu, "accel": accel,
+            "note": "TCG emulation: compare ratios within one boot, not absolute times"
+            if accel == "tcg" else ""}
+
+
+def ratios(entries):
+    """afbus against each reference, and AF_BUS against AF_UNIX."""
+    out = []
+    index = {}
+    for e in entries:
+        t = dict(e["tags"])
+        who = t.pop("bus", None) or t.pop("family", None)
+        index[(tuple(sorted(t.items())), who)] = e
+    for (key, who), e in index.items():
+        tags = dict(key)
+        pairs = []
+        if who == "afbus":
+            pairs = [("afbus/" + ref, index.get((key, ref))) for ref in REFERENCES]
+        elif who == "bus":
+            pairs = [("AF_BUS/AF_UNIX", index.get((key, "unix")))]
+        for metric in METRICS.get(tags["bench"], []):
+            if metric not in e["figures"]:
+                continue
+            r = dict(tags, metric=metric)
+            for name, other in pairs:
+                if other and other["figures"].get(metric, {}).get("median"):
+                    r[name] = round(e["figures"][metric]["median"] /
+                                    other["figures"][metric]["median"], 3)
+            if len(r) > len(tags) + 1:
+                out.append(r)
+    return out
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if v >= 1000:
+        return "%.0f" % v
+    if v >= 10:
+        return "%.1f" % v
+    return "%.2f" % v
+
+
+def cell(e, metric):
+    """median ±half the range in percent of it."""
+    if not e or metric not in e["figures"]:
+        return "-"
+    f = e["figures"][metric]
+    spread = (f["max"] - f["min"]) / 2 / f["median"] * 100 if f["median"] else 0
+    return "%s ±%.0f%%" % (fmt(f["median"]), spread)
+
+
+def find(entries, **tags):
+    for e in entries:
+        if all(e["tags"].get(k) == str(v) for k, v in tags.items()):
+            return e
+    return None
+
+
+def ratio_of(rat, name, metric, **tags):
+    for r in rat:
+        if r["metric"] == metric and all(r.get(k) == str(v) for k, v in tags.items()):
+            return r.get(name)
+    return None
+
+
+def table(entries, rat, guest):
+    lines = []
+    w0, w = 32, 14
+    cols = BUSES
+    head = ("%-*s" % (w0, "")) + "".join("%*s" % (w, SHORT.get(c, c)) for c in cols) + \
+        "".join("%*s" % (12, SHORT[r]) for r in REFERENCES)
+
+    def bus_row(label, metric, **tags):
+        row = "%-*s" % (w0, label)
+        row += "".join("%*s" % (w, cell(find(entries, bus=b, **tags), metric)) for b in cols)
+        for ref in REFERENCES:
+            v = ratio_of(rat, "afbus/" + ref, metric, **tags)
+            row += "%*s" % (12, "-" if v is None else "%.2f" % v)
+        lines.append(row)
+
+    o = guest.get("options", {})
+    lines.append("AF_BUS benchmarks: %s CPUs, clocksource %s, kernel %s; median of %s runs"
+                 " ±half the min-max range" % (guest.get("cpus"), guest.get("clocksource"),
+                                                guest.get("kernel"), o.get("runs")))
+    lines.append("Buses: afbus = fork's dbus-daemon on afbus:; fork-unix = the fork on unix:;"
+                 " daemon = Debian's dbus-daemon;")
+    lines.append("broker = Debian's dbus-broker; p2p = direct connection, no bus."
+                 "  Last 4 columns: afbus / that column (ratio of medians).")
+    if find(entries, bench="rtt"):
+        lines.append("")
+        lines.append("Method-call round trip, %s calls after %s warm-up" %
+                     (o.get("calls"), o.get("warmup")))
+        lines.append(head)
+        for size, name in (("0", "empty"), ("4096", "4 KiB")):
+            for m in ("median_us", "p99_us", "calls_per_s", "ctxt_per_op", "cpu_us_per_op"):
+                bus_row("%s: %s" % (name, LABEL[m]), m, bench="rtt", size=size)
+    sigs = [e for e in entries if e["tags"]["bench"] == "signals" and e["tags"]["bus"] == "afbus"]
+    if sigs:
+        lines.append("")
+        lines.append("Signals, one emitter to N subscribers: delivered signals/s")
+        lines.append(head)
+        for e in sigs:
+            t = e["tags"]
+            bus_row("N=%s %s matching" % (t["subscribers"], t["mode"]), "msgs_per_s",
+                    bench="signals", subscribers=t["subscribers"], mode=t["mode"])
+        for e in sigs:
+            t = e["tags"]
+            bus_row("N=%s %s: ctxt/signal" % (t["subscribers"], t["mode"]), "ctxt_per_op",
+                    bench="signals", subscribers=t["subscribers"], mode=t["mode"])
+    for grp, what in (("peers", "idle peers"), ("rules", "match rules")):
+        rows = [e for e in entries if e["tags"]["bench"] == grp + "-rtt"
+                and e["tags"]["bus"] == "afbus"]
+        if not rows:
+            continue
+        lines.append("")
+        lines.append("Growth with %s %s: round trip (%s calls) and signals to 1 subscriber"
+                     % (grp[0].upper(), what, o.get("growth_calls")))
+        lines.append(head)
+        for e in rows:
+            k = e["tags"][grp]
+            bus_row("%s=%s rtt median us" % (grp[0].upper(), k), "median_us",
+                    bench=grp + "-rtt", **{grp: k})
+        for e in rows:
+            k = e["tags"][grp]
+            bus_row("%s=%s signals delivered/s" % (grp[0].upper(), k), "msgs_per_s",
+                    bench=grp + "-signals", **{grp: k})
+    raw = [e for e in entries if e["tags"]["bench"].startswith("raw-")
+           and e["tags"].get("family") == "bus"]
+    if raw:
+        lines.append("")
+        lines.append("Raw sockets, no D-Bus")
+        lines.append("%-*s%*s%*s%*s" % (w0, "", w, "AF_BUS", w, "AF_UNIX", 16, "AF_BUS/AF_UNIX"))
+        for e in raw:
+            t = dict(e["tags"])
+            t.pop("family")
+            if t["bench"] == "raw-pingpong":
+                ms = [("ping-pong %s B: median us" % t["size"], "median_us"),
+                      ("ping-pong %s B: round trips/s" % t["size"], "rounds_per_s")]
+            else:
+                ms = [("fan-out N=%s: delivered/s" % t["receivers"], "msgs_per_s")]
+            for label, m in ms:
+                other = find(entries, family="unix", **t)
+                v = ratio_of(rat, "AF_BUS/AF_UNIX", m, **t)
+                lines.append("%-*s%*s%*s%*s" % (w0, label, w, cell(e, m), w, cell(other, m),
+                                                16, "-" if v is None else "%.2f" % v))
+    return "\n".join(lines)
+
+
+def series(entries, bench, x, y, **tags):
+    pts = []
+    for e in entries:
+        if e["tags"]["bench"] != bench or any(e["tags"].get(k) != v for k, v in tags.items()):
+            continue
+        if y in e["figures"] and x in e["tags"]:
+            f = e["figures"][y]
+            pts.append((int(e["tags"][x]), f["median"], f["min"], f["max"]))
+    return sorted(pts)
+
+
+def plots(entries, out):
+    """SVG plots with gnuplot: throughput and latency against N."""
+    specs = []   # (file, title, xlabel, [(panel ylabel, [(title, points)])])
+    sig = []
+    for b in BUSES:
+        for mode in ("all", "half"):
+            pts = series(entries, "signals", "subscribers", "msgs_per_s", bus=b, mode=mode)
+            if pts:
+                sig.append(("%s, %s matching" % (b, mode), pts))
+    if sig:
+        specs.append(("signals.svg", "Signal fan-out", "subscribers N",
+                      [("delivered signals/s", sig)]))
+    for grp, xl in (("peers", "idle peers K"), ("rules", "match rules R")):
+        lat = [(b, series(entries, grp + "-rtt", grp, "median_us", bus=b)) for b in BUSES]
+        thr = [(b, series(entries, grp + "-signals", grp, "msgs_per_s", bus=b)) for b in BUSES]
+        lat = [s for s in lat if s[1]]
+        thr = [s for s in thr if s[1]]
+        if lat or thr:
+            specs.append((grp + ".svg", "Cost growth with " + xl, xl,
+                          [("round-trip median latency (us)", lat),
+                           ("signals delivered/s to 1 subscriber", thr)]))
+    raw = [(f, series(entries, "raw-fanout", "receivers", "msgs_per_s", family=f))
+           for f in ("bus", "unix")]
+    raw = [("AF_BUS multicast" if f == "bus" else "AF_UNIX, one send each", p)
+           for f, p in raw if p]
+    if raw:
+        specs.append(("raw-fanout.svg", "Raw fan-out, no D-Bus", "receivers N",
+                      [("delivered messages/s", raw)]))
+    made = []
+    for fname, title, xlabel, panels in specs:
+        script = ["set terminal svg size 900,%d dynamic font 'sans,11'" % (420 * len(panels)),
+                  "set output '%s'" % os.path.join(out, fname),
+                  "set logscale x 2", "set grid", "set key outside right",
+                  "set xlabel '%s'" % xlabel]
+        if len(panels) > 1:
+            script.append("set multiplot layout %d,1 title '%s'" % (len(panels), title))
+        else:
+            script.append("set title '%s'" % title)
+        for ylabel, ss in panels:
+            script.append("set ylabel '%s'" % ylabel)
+            script.append("plot " + ", ".join(
+                "'-' using 1:2:3:4 with yerrorlines title '%s'" % t for t, _ in ss))
+            for _, pts in ss:
+                script.extend("%d %g %g %g" % p for p in pts)
+                script.append("e")
+        if len(panels) > 1:
+            script.append("unset multiplot")
+        r = subprocess.run(["gnuplot"], input="\n".join(script) + "\n", text=True,
+                           capture_output=True, check=False)
+        if r.returncode:
+            print("gnuplot failed for %s: %s" % (fname, r.stderr.strip()), file=sys.stderr)
+        else:
+            made.append(fname)
+    return made
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    log, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    results, failures, info = read_log(log)
+    if not results:
+        print("bench-report: no results in %s" % log, file=sys.stderr)
+        return 1
+    entries = []
+    for g in group(results).values():
+        entries.append({"tags": g["tags"], "runs": len(g["runs"]),
+                        "figures": summarize(g), "raw": g["runs"]})
+    rat = ratios(entries)
+    guest = guest_info(info)
+    made = plots(entries, out)
+    doc = {
+        "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": host_info(),
+        "guest": guest,
+        "cpus": guest.get("cpus"),
+        "clocksource": guest.get("clocksource"),
+        "buses": {
+            "afbus": "the fork's dbus-daemon on afbus:, fork's libdbus",
+            "dbus-daemon-fork": "the fork's dbus-daemon on unix:, fork's libdbus",
+            "dbus-daemon": "Debian's dbus-daemon on unix:, Debian's libdbus",
+            "dbus-broker": "Debian's dbus-broker on unix:, Debian's libdbus",
+            "peer-to-peer": "direct libdbus connection over a unix socket, fork's libdbus",
+        },
+        "summary": "figures: min/median/max over the runs; ratios: of the medians",
+        "results": entries,
+        "ratios": rat,
+        "failures": failures,
+        "plots": made,
+    }
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    text = table(entries, rat, guest)
+    with open(os.path.join(out, "table.txt"), "w") as f:
+        f.write(text + "\n")
+    print(text)
+    print()
+    print("wrote %s, table.txt and %s" % (os.path.join(out, "results.json"),
+                                          ", ".join(made) or "no plots"))
+    if failures:
+        print("%d measurement(s) failed:" % len(failures))
+        for x in failures:
+            print("  " + x)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
