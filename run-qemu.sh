@@ -18,6 +18,11 @@
 #                           after the tests (any leak fails the run), and
 #                           the stress test with 2000 multicasts each way
 #                           instead of 10000
+#   ./run-qemu.sh --bench   the benchmarks (`make bench`; README.md,
+#                           "Benchmarks"): one guest runs them all, then
+#                           build-aux/bench-report.py writes
+#                           build/bench/results.json and the plots and
+#                           prints the table
 #
 # Environment:
 #   AFBUS_CPUS=2            CPUs given to the guest (it checks it sees them)
@@ -31,6 +36,12 @@
 #                           30, and 120 with --debug; 0 skips it)
 #   AFBUS_FUZZ_SEED=S       its seed (default: random, printed; replays a run)
 #   AFBUS_STRESS_MSGS=N     multicasts each way in tests/kernel/af_bus_stress
+#   AFBUS_BENCH_RUNS=3, AFBUS_BENCH_CALLS=10000, AFBUS_BENCH_WARMUP=1000,
+#   AFBUS_BENCH_DELIVERIES=4000, AFBUS_BENCH_SUBS=1,4,16,64,
+#   AFBUS_BENCH_GROWTH_CALLS=2000, AFBUS_BENCH_PEERS=1,16,64,256,
+#   AFBUS_BENCH_RULES=1,16,64,256, AFBUS_BENCH_ONLY=rtt,raw,signals,peers,rules
+#                           --bench: iterations and what runs (see
+#                           tests/bench/run-bench)
 set -eu
 . "$(dirname "$0")/build-aux/common.sh"
 
@@ -51,7 +62,7 @@ CHECKPATCH_LOG=$AFBUS_BUILD/checkpatch.log
 BAD_KMSG='(BUG|WARNING|INFO|Oops|UBSAN):|kernel BUG at|cut here|Call Trace|KASAN|kmemleak: [0-9]+ new suspected memory leak|unreferenced object|possible circular locking|general protection fault|Kernel panic|RIP: [0-9a-f]{4}:'
 
 usage() {
-	sed -n '4,33s/^# \{0,1\}//p' "$0"
+	sed -n '4,/^set -eu/{/^set -eu/d;s/^# \{0,1\}//p;}' "$0"
 	exit 2
 }
 
@@ -171,16 +182,51 @@ use_debug_kernel() {
 	GUEST_APPEND="afbus.debug=1 kmemleak.verbose=1"
 }
 
+# --bench: the benchmark guest (tests/bench/run-bench) and its report.
+BENCH_DIR=$AFBUS_BUILD/bench
+
+use_bench() {
+	local v opt
+	INITRAMFS=$AFBUS_BUILD/initramfs-bench.cpio.gz
+	LOG=$BENCH_DIR/guest.log
+	TIMEOUT=${AFBUS_TIMEOUT:-3600}
+	mkdir -p "$BENCH_DIR"
+	for opt in runs calls warmup deliveries subs growth_calls peers rules only; do
+		v=$(echo "$opt" | tr a-z A-Z)
+		v=$(eval "echo \${AFBUS_BENCH_$v:-}")
+		[ -z "$v" ] || GUEST_APPEND="$GUEST_APPEND afbus.bench_$opt=$v"
+	done
+}
+
+run_bench() {
+	local rc=0 bad
+	"$AFBUS_TOP/build-aux/mk-initramfs.sh" --bench >&2
+	run_qemu bench timeout --foreground -k 10 "$TIMEOUT" </dev/null || rc=$?
+	if [ "$rc" != 0 ]; then
+		echo "run-qemu.sh: the benchmark guest failed (status $rc; log: $LOG)" >&2
+		return 1
+	fi
+	bad=$(guest_dmesg | grep -E "$BAD_KMSG" || true)
+	if [ -n "$bad" ]; then
+		echo "run-qemu.sh: the guest kernel log has errors:" >&2
+		echo "$bad" | head -n 40 | sed 's/^/  /' >&2
+		return 1
+	fi
+	python3 "$AFBUS_TOP/build-aux/bench-report.py" "$LOG" "$BENCH_DIR"
+}
+
 main() {
 	local mode=shell rc=0 checkpatch_rc=0 debug=0 arg
 	for arg in "$@"; do
 		case $arg in
 		--check) mode=check ;;
+		--bench) mode=bench ;;
 		--debug) debug=1 ;;
 		*) usage ;;
 		esac
 	done
 	[ $debug = 0 ] || use_debug_kernel
+	[ $mode != bench ] || use_bench
 
 	if [ "${AFBUS_SKIP_BUILD:-0}" != 1 ]; then
 		build >&2
@@ -191,6 +237,10 @@ main() {
 
 	if [ "$mode" = shell ]; then
 		run_qemu shell
+		return
+	fi
+	if [ "$mode" = bench ]; then
+		run_bench
 		return
 	fi
 	"$AFBUS_TOP/build-aux/checkpatch.sh" >"$CHECKPATCH_LOG" 2>&1 ||
