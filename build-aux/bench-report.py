@@ -28,10 +28,11 @@ TAGS = ["bench", "bus", "family", "size", "mode", "subscribers", "receivers",
         "peers", "rules"]
 # Figures of each benchmark worth a ratio, and whether lower is better.
 METRICS = {
-    "rtt": ["median_us", "p99_us", "calls_per_s", "ctxt_per_op", "cpu_us_per_op"],
+    "rtt": ["median_us", "p99_us", "calls_per_s", "ctxt_per_op", "cpu_us_per_op",
+            "client_cpu_us_per_op", "service_cpu_us_per_op", "daemon_cpu_us_per_op"],
     "raw-pingpong": ["median_us", "p99_us", "rounds_per_s", "ctxt_per_op"],
     "raw-fanout": ["msgs_per_s", "ctxt_per_op", "cpu_us_per_op"],
-    "signals": ["msgs_per_s", "ctxt_per_op", "cpu_us_per_op"],
+    "signals": ["msgs_per_s", "ctxt_per_op", "cpu_us_per_op", "daemon_cpu_us_per_op"],
     "peers-rtt": ["median_us", "calls_per_s"],
     "peers-signals": ["msgs_per_s"],
     "rules-rtt": ["median_us", "calls_per_s"],
@@ -42,6 +43,8 @@ LABEL = {
     "calls_per_s": "calls/s", "rounds_per_s": "round trips/s",
     "msgs_per_s": "delivered/s", "ctxt_per_op": "context switches per op",
     "cpu_us_per_op": "CPU us per op",
+    "client_cpu_us_per_op": "client CPU us", "service_cpu_us_per_op": "service CPU us",
+    "daemon_cpu_us_per_op": "daemon CPU us",
 }
 SHORT = {"dbus-daemon": "daemon", "dbus-daemon-fork": "fork-unix",
          "dbus-broker": "broker", "peer-to-peer": "p2p"}
@@ -230,7 +233,9 @@ def table(entries, rat, guest):
                      (o.get("calls"), o.get("warmup")))
         lines.append(head)
         for size, name in (("0", "empty"), ("4096", "4 KiB")):
-            for m in ("median_us", "p99_us", "calls_per_s", "ctxt_per_op", "cpu_us_per_op"):
+            for m in ("median_us", "p99_us", "calls_per_s", "ctxt_per_op", "cpu_us_per_op",
+                      "client_cpu_us_per_op", "service_cpu_us_per_op",
+                      "daemon_cpu_us_per_op"):
                 bus_row("%s: %s" % (name, LABEL[m]), m, bench="rtt", size=size)
     sigs = [e for e in entries if e["tags"]["bench"] == "signals" and e["tags"]["bus"] == "afbus"]
     if sigs:

@@ -14,9 +14,13 @@
  * reply must carry the payload back.  It prints
  *   result calls=N ok=N calls_per_s=X median_us=X p99_us=X max_us=X
  *          ctxt_per_op=X cpu_us_per_op=X
+ *          client_cpu_us_per_op=X
  * (ctxt and cpu: context switches and busy CPU time of the whole guest per
- * call) and exits 0 if every call got its payload back.
+ * call; client_cpu: this process's own user and system time per call)
+ * and exits 0 if every call got its payload back.
  */
+#include <sys/resource.h>
+
 #include "bench-conn.h"
 
 static const char *tool = "bench-roundtrip";
@@ -49,6 +53,16 @@ static dbus_bool_t ping(DBusConnection *c, const char *dest,
 	return ok;
 }
 
+/* User + system time this process has used, in microseconds. */
+static double self_cpu_us(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+	       ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: %s [-n CALLS] [-w WARMUP] [-s BYTES] "
@@ -64,6 +78,7 @@ int main(int argc, char **argv)
 	DBusConnection *c = NULL;
 	unsigned char *payload;
 	uint64_t *lat, t0, t1;
+	double cpu0, cpu1;
 	int a;
 
 	for (a = 1; a < argc; a++) {
@@ -97,6 +112,7 @@ int main(int argc, char **argv)
 			bench_die(tool, "warm-up call %ld failed", i);
 
 	c0 = bench_counters_read();
+	cpu0 = self_cpu_us();
 	t0 = bench_now_ns();
 	for (i = 0; i < calls; i++) {
 		uint64_t s = bench_now_ns();
@@ -105,13 +121,14 @@ int main(int argc, char **argv)
 		lat[i] = bench_now_ns() - s;
 	}
 	t1 = bench_now_ns();
+	cpu1 = self_cpu_us();
 	c1 = bench_counters_read();
 
 	printf("result calls=%ld ok=%ld calls_per_s=%.1f", calls, ok,
 	       calls / ((t1 - t0) / 1e9));
 	bench_print_latency(lat, calls);
 	bench_print_counters(c0, c1, calls);
-	printf("\n");
+	printf(" client_cpu_us_per_op=%.1f\n", (cpu1 - cpu0) / calls);
 
 	dbus_connection_close(c);
 	dbus_connection_unref(c);
