@@ -200,7 +200,6 @@ use_bench() {
 
 run_bench() {
 	local rc=0 bad
-	"$AFBUS_TOP/build-aux/mk-initramfs.sh" --bench >&2
 	run_qemu bench timeout --foreground -k 10 "$TIMEOUT" </dev/null || rc=$?
 	if [ "$rc" != 0 ]; then
 		echo "run-qemu.sh: the benchmark guest failed (status $rc; log: $LOG)" >&2
@@ -232,6 +231,8 @@ main() {
 		build >&2
 		[ $debug = 0 ] || "$AFBUS_TOP/build-aux/kernel-build.sh" --debug >&2
 	fi
+	# the benchmark initramfs (cached): also with AFBUS_SKIP_BUILD (make bench)
+	[ $mode != bench ] || "$AFBUS_TOP/build-aux/mk-initramfs.sh" --bench >&2
 	[ -f "$KERNEL" ] || die "no kernel at $KERNEL"
 	[ -f "$INITRAMFS" ] || die "no initramfs at $INITRAMFS"
 

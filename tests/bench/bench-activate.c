@@ -126,7 +126,8 @@ int main(int argc, char **argv)
 	if (pid == 0) {
 		char pidstr[32];
 
-		if (dup2(listen_fd, 3) != 3)	/* dup2 clears FD_CLOEXEC */
+		/* fd 3 without FD_CLOEXEC (dup2 to itself would keep it) */
+		if (listen_fd == 3 ? fcntl(3, F_SETFD, 0) : dup2(listen_fd, 3) != 3)
 			_exit(127);
 		snprintf(pidstr, sizeof(pidstr), "%d", (int)getpid());
 		setenv("LISTEN_FDS", "1", 1);
