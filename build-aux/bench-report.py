@@ -109,13 +109,15 @@ def guest_info(info):
         f = parse_fields(line)
         if "cpus" in f and "clocksource" in f:
             guest.update(cpus=int(f["cpus"]), clocksource=f["clocksource"],
-                         kernel=f.get("kernel"), clock_ticks_per_s=f.get("hz"))
+                         kernel=f.get("kernel"))
         elif line.startswith("options "):
             guest["options"] = parse_fields(line[len("options "):])
         elif line.startswith("seconds="):
             guest["benchmark_seconds"] = int(f["seconds"])
         elif line.startswith("check "):
             guest.setdefault("checks", []).append(line[len("check "):])
+            if "=FAILED:" in line:
+                guest.setdefault("failed_checks", []).append(line[len("check "):])
         elif "bus" in f:
             guest.setdefault("buses", {})[f["bus"]] = {
                 k: v for k, v in f.items() if k != "bus"}
@@ -223,6 +225,8 @@ def table(entries, rat, guest):
     lines.append("AF_BUS benchmarks: %s CPUs, clocksource %s, kernel %s; median of %s runs"
                  " ±half the min-max range" % (guest.get("cpus"), guest.get("clocksource"),
                                                 guest.get("kernel"), o.get("runs")))
+    for c in guest.get("failed_checks", []):
+        lines.append("WARNING: guest check failed, figures are suspect: " + c)
     lines.append("Buses: afbus = fork's dbus-daemon on afbus:; fork-unix = the fork on unix:;"
                  " daemon = Debian's dbus-daemon;")
     lines.append("broker = Debian's dbus-broker; p2p = direct connection, no bus."
@@ -402,6 +406,8 @@ def main():
     print()
     print("wrote %s, table.txt and %s" % (os.path.join(out, "results.json"),
                                           ", ".join(made) or "no plots"))
+    for c in guest.get("failed_checks", []):
+        print("WARNING: guest check failed, figures are suspect: " + c)
     if failures:
         print("%d measurement(s) failed:" % len(failures))
         for x in failures:
