@@ -36,9 +36,9 @@
 #                           30, and 120 with --debug; 0 skips it)
 #   AFBUS_FUZZ_SEED=S       its seed (default: random, printed; replays a run)
 #   AFBUS_STRESS_MSGS=N     multicasts each way in tests/kernel/af_bus_stress
-#   AFBUS_BENCH_RUNS=3, AFBUS_BENCH_CALLS=10000, AFBUS_BENCH_WARMUP=1000,
-#   AFBUS_BENCH_DELIVERIES=4000, AFBUS_BENCH_SUBS=1,4,16,64,
-#   AFBUS_BENCH_GROWTH_CALLS=2000, AFBUS_BENCH_PEERS=1,16,64,256,
+#   AFBUS_BENCH_RUNS=3, AFBUS_BENCH_CALLS=10000, AFBUS_BENCH_WARMUP=500,
+#   AFBUS_BENCH_DELIVERIES=3000, AFBUS_BENCH_SUBS=1,4,16,64,
+#   AFBUS_BENCH_GROWTH_CALLS=1000, AFBUS_BENCH_PEERS=1,16,64,256,
 #   AFBUS_BENCH_RULES=1,16,64,256, AFBUS_BENCH_ONLY=rtt,raw,signals,peers,rules
 #                           --bench: iterations and what runs (see
 #                           tests/bench/run-bench)
