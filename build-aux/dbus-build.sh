@@ -138,8 +138,9 @@ prepare_tree() {
 }
 
 # transport-afbus/ into the tree, keeping the timestamps of files whose
-# content did not change: dbus-* beside libdbus' sources, bus-* beside
-# dbus-daemon's; the AF_BUS UAPI header in an include directory of its own.
+# content did not change: dbus-* beside libdbus' sources, bus-* and
+# nfdbus/libnfdbus.[ch] beside dbus-daemon's; the AF_BUS and nfdbus UAPI
+# headers in an include directory of their own.
 sync_new_sources() {
 	mkdir -p "$DBUS_OBJ/afbus-include/linux"
 	rsync -c "$DBUS_NEW"/dbus-*.[ch] "$DBUS_SRC/dbus/"
@@ -147,6 +148,11 @@ sync_new_sources() {
 	[ -f "$KERNEL_HDR/include/linux/bus.h" ] ||
 		die "$KERNEL_HDR/include/linux/bus.h is missing; build the kernel first"
 	rsync -c "$KERNEL_HDR/include/linux/bus.h" "$DBUS_OBJ/afbus-include/linux/bus.h"
+	# libnfdbus (match rules in the kernel) goes into dbus-daemon.
+	rsync -c "$AFBUS_TOP"/nfdbus/libnfdbus.[ch] "$DBUS_SRC/bus/"
+	mkdir -p "$DBUS_OBJ/afbus-include/linux/netfilter"
+	rsync -c "$KERNEL_HDR/include/linux/netfilter/nfdbus.h" \
+		"$DBUS_OBJ/afbus-include/linux/netfilter/nfdbus.h"
 }
 
 main() {

@@ -41,7 +41,8 @@ const char *nfdbus_error(const struct nfdbus *h)
 }
 
 static struct nlmsghdr *nfdbus_msg(struct nfdbus *h, uint16_t type,
-				   uint8_t cmd, uint16_t flags)
+				   uint8_t version, uint8_t cmd,
+				   uint16_t flags)
 {
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(h->buf);
 	struct genlmsghdr *g;
@@ -51,7 +52,7 @@ static struct nlmsghdr *nfdbus_msg(struct nfdbus *h, uint16_t type,
 	nlh->nlmsg_seq = ++h->seq;
 	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
 	g->cmd = cmd;
-	g->version = type == GENL_ID_CTRL ? 1 : NFDBUS_GENL_VERSION;
+	g->version = version;
 	return nlh;
 }
 
@@ -178,7 +179,7 @@ struct nfdbus *nfdbus_open(void)
 	h->portid = mnl_socket_get_portid(h->nl);
 	h->seq = time(NULL);
 
-	nlh = nfdbus_msg(h, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, NLM_F_ACK);
+	nlh = nfdbus_msg(h, GENL_ID_CTRL, 1, CTRL_CMD_GETFAMILY, NLM_F_ACK);
 	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, NFDBUS_GENL_NAME);
 	err = nfdbus_talk(h, nlh, nfdbus_family_cb, h);
 	if (err || !h->family) {
@@ -228,7 +229,8 @@ static struct nlmsghdr *nfdbus_request(struct nfdbus *h, uint8_t cmd,
 				       const struct nfdbus_bus *bus,
 				       const uint64_t *peer)
 {
-	struct nlmsghdr *nlh = nfdbus_msg(h, h->family, cmd, flags);
+	struct nlmsghdr *nlh = nfdbus_msg(h, h->family, NFDBUS_GENL_VERSION, cmd,
+					  flags);
 
 	mnl_attr_put(nlh, NFDBUS_A_BUS_PATH, bus->len, bus->path);
 	if (peer)
@@ -297,6 +299,8 @@ static int nfdbus_list_cb(const struct nlmsghdr *nlh, void *data)
 				info.sender_addr = mnl_attr_get_u64(attr);
 			}
 			break;
+		default:	/* newer attributes */
+			break;
 		}
 	}
 	if (!info.rule) {
@@ -350,6 +354,8 @@ static int nfdbus_stats_cb(const struct nlmsghdr *nlh, void *data)
 			case NFDBUS_STAT_FILTERED:
 				stats->filtered = mnl_attr_get_u64(attr);
 				break;
+			default:	/* newer counters */
+				break;
 			}
 		}
 	}
@@ -359,8 +365,8 @@ static int nfdbus_stats_cb(const struct nlmsghdr *nlh, void *data)
 int nfdbus_get_stats(struct nfdbus *h, struct nfdbus_stats *stats)
 {
 	memset(stats, 0, sizeof(*stats));
-	return nfdbus_talk(h, nfdbus_msg(h, h->family, NFDBUS_CMD_GET_STATS,
-					 NLM_F_ACK),
+	return nfdbus_talk(h, nfdbus_msg(h, h->family, NFDBUS_GENL_VERSION,
+					 NFDBUS_CMD_GET_STATS, NLM_F_ACK),
 			   nfdbus_stats_cb, stats);
 }
 

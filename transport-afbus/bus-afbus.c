@@ -18,6 +18,7 @@
 
 #include <config.h>
 #include "bus-afbus.h"
+#include "bus-afbus-match.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -76,10 +77,11 @@
 static DBusHashTable *name_addrs = NULL;
 static dbus_uint64_t next_name_client = 1;
 
-static dbus_bool_t
-connection_afbus_fd (DBusConnection *connection,
-                     int            *fd_p,
-                     dbus_uint64_t  *addr_p)
+/* The socket of an AF_BUS connection, and the client's address. */
+dbus_bool_t
+bus_afbus_connection_fd (DBusConnection *connection,
+                         int            *fd_p,
+                         dbus_uint64_t  *addr_p)
 {
   struct sockaddr_bus sa;
   socklen_t len = sizeof (sa);
@@ -103,7 +105,7 @@ bus_afbus_connection_is_afbus (DBusConnection *connection)
 {
   int fd;
 
-  return connection_afbus_fd (connection, &fd, NULL);
+  return bus_afbus_connection_fd (connection, &fd, NULL);
 }
 
 dbus_bool_t
@@ -114,7 +116,7 @@ bus_afbus_unique_name (DBusConnection *connection,
   dbus_uint64_t addr;
   int fd;
 
-  if (!connection_afbus_fd (connection, &fd, &addr))
+  if (!bus_afbus_connection_fd (connection, &fd, &addr))
     {
       dbus_set_error (error, DBUS_ERROR_DISCONNECTED,
                       "AF_BUS client is gone");
@@ -136,8 +138,13 @@ bus_afbus_join (DBusConnection *connection,
 {
   int fd;
 
-  if (!connection_afbus_fd (connection, &fd, NULL))
+  if (!bus_afbus_connection_fd (connection, &fd, NULL))
     return TRUE;
+
+  /* Its peers' signals must be filtered by its match rules from the
+   * moment it can receive them. */
+  if (!bus_afbus_match_manage (connection, error))
+    return FALSE;
 
   if (setsockopt (fd, SOL_BUS, BUS_JOIN_BUS, NULL, 0) < 0 && errno != EALREADY)
     {
@@ -151,11 +158,12 @@ bus_afbus_join (DBusConnection *connection,
   return TRUE;
 }
 
-/* The address of a well-known name, allocated on first use. */
-static dbus_bool_t
-name_addr (const char    *name,
-           dbus_bool_t    create,
-           dbus_uint64_t *addr)
+/* The address of a well-known name, allocated on first use (@create):
+ * when an AF_BUS client becomes its owner or asks for its signals. */
+dbus_bool_t
+bus_afbus_name_addr (const char    *name,
+                     dbus_bool_t    create,
+                     dbus_uint64_t *addr)
 {
   dbus_uint64_t *value;
   char *key;
@@ -223,7 +231,7 @@ set_addr (DBusConnection *connection,
   struct bus_addr ba;
   int fd;
 
-  if (!connection_afbus_fd (connection, &fd, NULL))
+  if (!bus_afbus_connection_fd (connection, &fd, NULL))
     return TRUE;
 
   ba.s_addr = addr;
@@ -344,7 +352,7 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
   if (!bus_afbus_connection_is_afbus (new_conn))
     new_conn = NULL;
 
-  if (!name_addr (name, new_conn != NULL, &addr))
+  if (!bus_afbus_name_addr (name, new_conn != NULL, &addr))
     {
       if (new_conn != NULL)
         {
@@ -430,7 +438,7 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
   if (!give_address || owner == NULL ||
       !bus_afbus_connection_is_afbus (owner) ||
       dbus_connection_has_messages_to_send (owner) ||
-      !name_addr (name, FALSE, &addr))
+      !bus_afbus_name_addr (name, FALSE, &addr))
     addr = 0;
 
   message = dbus_message_new_signal (DBUS_PATH_DBUS, DBUS_INTERFACE_AFBUS,
@@ -482,6 +490,22 @@ bus_afbus_forwarded_after_dispatch (BusContext     *context,
 
 dbus_bool_t
 bus_afbus_connection_is_afbus (DBusConnection *connection)
+{
+  return FALSE;
+}
+
+dbus_bool_t
+bus_afbus_connection_fd (DBusConnection *connection,
+                         int            *fd_p,
+                         dbus_uint64_t  *addr_p)
+{
+  return FALSE;
+}
+
+dbus_bool_t
+bus_afbus_name_addr (const char    *name,
+                     dbus_bool_t    create,
+                     dbus_uint64_t *addr)
 {
   return FALSE;
 }

@@ -23,11 +23,17 @@
 #include "connection.h"
 
 dbus_bool_t bus_afbus_connection_is_afbus (DBusConnection *connection);
+dbus_bool_t bus_afbus_connection_fd       (DBusConnection *connection,
+                                           int            *fd_p,
+                                           dbus_uint64_t  *addr_p);
 dbus_bool_t bus_afbus_unique_name         (DBusConnection *connection,
                                            DBusString     *name,
                                            DBusError      *error);
 dbus_bool_t bus_afbus_join                (DBusConnection *connection,
                                            DBusError      *error);
+dbus_bool_t bus_afbus_name_addr           (const char     *name,
+                                           dbus_bool_t     create,
+                                           dbus_uint64_t  *addr);
 dbus_bool_t bus_afbus_name_owner_changed  (BusTransaction *transaction,
                                            const char     *name,
                                            const char     *old_owner,

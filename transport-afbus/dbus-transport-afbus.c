@@ -520,10 +520,11 @@ do_authentication (DBusTransport *transport,
  * *well_known is set to the destination when it is a well-known name
  * that the master has to resolve.
  *
- * Signals without a destination go to the master too, which delivers
- * them to the connections whose match rules they match: until the
- * kernel filters multicasts by match rules (nfdbus), a multicast would
- * wake every client on the bus for every signal.
+ * Signals without a destination are multicast to every client (all
+ * have an address of prefix 0): the kernel delivers them to those whose
+ * match rules they match, which the daemon gave it (nfdbus; see
+ * bus-afbus-match.c).  Other messages without a destination go to the
+ * master, as to dbus-daemon.
  */
 static dbus_uint64_t
 route_message (DBusTransportAfbus *afbus_transport,
@@ -534,6 +535,10 @@ route_message (DBusTransportAfbus *afbus_transport,
   dbus_uint64_t addr;
 
   *well_known = NULL;
+
+  if (dest == NULL &&
+      dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_SIGNAL)
+    return DBUS_AFBUS_MULTICAST (0);
 
   if (dest == NULL || strcmp (dest, DBUS_SERVICE_DBUS) == 0)
     return DBUS_AFBUS_MASTER;
@@ -575,7 +580,8 @@ set_own_sender (DBusTransportAfbus *afbus_transport,
 
 /*
  * A message the kernel refused for good (its recipient is gone or shut
- * down reading, it is too big, it carries fds the bus cannot pass).  It
+ * down reading, it is too big, it carries fds the bus cannot pass, a
+ * netfilter hook such as nfdbus refused it: EPERM).  It
  * is dropped from the queue and, when its sender waits for a reply,
  * answered with an error as the daemon would.  FALSE on OOM.
  */
@@ -604,6 +610,9 @@ message_undeliverable (DBusTransport *transport,
           break;
         case EINVAL:
           error_name = DBUS_ERROR_NOT_SUPPORTED;
+          break;
+        case EPERM:
+          error_name = DBUS_ERROR_ACCESS_DENIED;
           break;
         default:
           error_name = DBUS_ERROR_NO_REPLY;
@@ -1064,7 +1073,8 @@ do_writing (DBusTransport *transport)
         }
       else if (saved_errno == ECONNREFUSED || saved_errno == EHOSTUNREACH ||
                saved_errno == EMSGSIZE || saved_errno == EINVAL ||
-               saved_errno == ETOOMANYREFS || saved_errno == ENOBUFS)
+               saved_errno == ETOOMANYREFS || saved_errno == ENOBUFS ||
+               saved_errno == EPERM)
         {
           /* ENOBUFS: the kernel could not allocate the message;
            * retrying in a loop cannot help. */

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Signals on the session bus, for the AF_BUS tests (libdbus).
+ *
+ * afbus-signal listen [--remove-after N] RULE...
+ *	AddMatch each RULE, print "ready UNIQUE-NAME", then one line per
+ *	signal received that the daemon did not send:
+ *	"INTERFACE.MEMBER ARG0 SENDER".  After N signals it removes its
+ *	rules (RemoveMatch) and prints "removed".  Runs until killed.
+ *
+ * afbus-signal emit [--own NAME] [--self RULE] INTERFACE.MEMBER COUNT PREFIX
+ *	Optionally become the primary owner of NAME, and AddMatch RULE;
+ *	send COUNT signals (path /com/example, arg0 "PREFIX-I") without a
+ *	destination; with --self, print "self=N": how many of its own
+ *	signals came back to it within 2 s.
+ *
+ * afbus-signal many-rules COUNT
+ *	AddMatch COUNT different rules; print "added=N error=NAME" (NAME
+ *	of the first error, or "none").
+ *
+ * Exit status 0 on success, 1 on any D-Bus error (printed).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dbus/dbus.h>
+
+static int fail(const char *what, DBusError *error)
+{
+	fprintf(stderr, "afbus-signal: %s: %s: %s\n", what,
+		error->name, error->message);
+	return 1;
+}
+
+static DBusConnection *connect_bus(void)
+{
+	DBusError error = DBUS_ERROR_INIT;
+	DBusConnection *c = dbus_bus_get_private(DBUS_BUS_SESSION, &error);
+
+	if (!c) {
+		fail("connect", &error);
+		exit(1);
+	}
+	return c;
+}
+
+/* The next signal not from the daemon, or NULL after @timeout_ms. */
+static DBusMessage *next_signal(DBusConnection *c, int timeout_ms)
+{
+	DBusMessage *m;
+
+	for (;;) {
+		m = dbus_connection_pop_message(c);
+		if (!m) {
+			if (!dbus_connection_read_write(c, timeout_ms))
+				exit(1);	/* disconnected */
+			m = dbus_connection_pop_message(c);
+			if (!m)
+				return NULL;
+		}
+		if (dbus_message_get_type(m) == DBUS_MESSAGE_TYPE_SIGNAL &&
+		    !dbus_message_has_sender(m, DBUS_SERVICE_DBUS))
+			return m;
+		dbus_message_unref(m);
+	}
+}
+
+static int listen_main(int argc, char **argv)
+{
+	DBusError error = DBUS_ERROR_INIT;
+	DBusConnection *c = connect_bus();
+	long remove_after = -1, n = 0;
+	int i = 0;
+
+	if (argc > 1 && strcmp(argv[0], "--remove-after") == 0) {
+		remove_after = atol(argv[1]);
+		argc -= 2;
+		argv += 2;
+	}
+	for (i = 0; i < argc; i++) {
+		dbus_bus_add_match(c, argv[i], &error);
+		if (dbus_error_is_set(&error))
+			return fail(argv[i], &error);
+	}
+	printf("ready %s\n", dbus_bus_get_unique_name(c));
+	fflush(stdout);
+
+	for (;;) {
+		DBusMessage *m = next_signal(c, -1);
+		const char *arg0 = "-";
+
+		if (!m)
+			continue;
+		dbus_message_get_args(m, NULL, DBUS_TYPE_STRING, &arg0,
+				      DBUS_TYPE_INVALID);
+		printf("%s.%s %s %s\n", dbus_message_get_interface(m),
+		       dbus_message_get_member(m), arg0,
+		       dbus_message_get_sender(m));
+		fflush(stdout);
+		dbus_message_unref(m);
+		if (++n == remove_after) {
+			for (i = 0; i < argc; i++) {
+				dbus_bus_remove_match(c, argv[i], &error);
+				if (dbus_error_is_set(&error))
+					return fail(argv[i], &error);
+			}
+			printf("removed\n");
+			fflush(stdout);
+		}
+	}
+}
+
+static int emit_main(int argc, char **argv)
+{
+	DBusError error = DBUS_ERROR_INIT;
+	DBusConnection *c = connect_bus();
+	const char *self = NULL;
+	char iface[256], arg[256], *dot;
+	long count, i, seen = 0;
+
+	while (argc > 1 && argv[0][0] == '-') {
+		if (strcmp(argv[0], "--own") == 0) {
+			if (dbus_bus_request_name(c, argv[1],
+						  DBUS_NAME_FLAG_DO_NOT_QUEUE,
+						  &error) !=
+			    DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER) {
+				fprintf(stderr, "afbus-signal: %s not owned\n",
+					argv[1]);
+				return 1;
+			}
+		} else if (strcmp(argv[0], "--self") == 0) {
+			self = argv[1];
+			dbus_bus_add_match(c, self, &error);
+		} else {
+			break;
+		}
+		if (dbus_error_is_set(&error))
+			return fail(argv[1], &error);
+		argc -= 2;
+		argv += 2;
+	}
+	if (argc != 3 || strlen(argv[0]) >= sizeof(iface) ||
+	    !(dot = strrchr(argv[0], '.'))) {
+		fprintf(stderr, "afbus-signal: bad emit arguments\n");
+		return 2;
+	}
+	strcpy(iface, argv[0]);
+	iface[dot - argv[0]] = '\0';
+	count = atol(argv[1]);
+
+	for (i = 0; i < count; i++) {
+		DBusMessage *m = dbus_message_new_signal("/com/example", iface,
+							 dot + 1);
+		const char *s = arg;
+
+		snprintf(arg, sizeof(arg), "%s-%ld", argv[2], i);
+		if (!m || !dbus_message_append_args(m, DBUS_TYPE_STRING, &s,
+						    DBUS_TYPE_INVALID) ||
+		    !dbus_connection_send(c, m, NULL))
+			return 1;
+		dbus_message_unref(m);
+	}
+	dbus_connection_flush(c);
+
+	if (self) {
+		DBusMessage *m;
+
+		while ((m = next_signal(c, 2000))) {
+			if (dbus_message_has_sender(m, dbus_bus_get_unique_name(c)))
+				seen++;
+			dbus_message_unref(m);
+		}
+		printf("self=%ld\n", seen);
+	}
+	dbus_connection_close(c);
+	dbus_connection_unref(c);
+	return 0;
+}
+
+static int many_rules_main(long count)
+{
+	DBusError error = DBUS_ERROR_INIT;
+	DBusConnection *c = connect_bus();
+	char rule[128];
+	long i;
+
+	for (i = 0; i < count; i++) {
+		snprintf(rule, sizeof(rule),
+			 "type='signal',interface='com.example.Many',member='M%ld'", i);
+		dbus_bus_add_match(c, rule, &error);
+		if (dbus_error_is_set(&error))
+			break;
+	}
+	printf("added=%ld error=%s\n", i, error.name ? error.name : "none");
+	if (error.name)
+		fprintf(stderr, "afbus-signal: %s\n", error.message);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "listen") == 0)
+		return listen_main(argc - 2, argv + 2);
+	if (argc >= 2 && strcmp(argv[1], "emit") == 0)
+		return emit_main(argc - 2, argv + 2);
+	if (argc == 3 && strcmp(argv[1], "many-rules") == 0)
+		return many_rules_main(atol(argv[2]));
+	fprintf(stderr, "usage: see the comment at the top of afbus-signal.c\n");
+	return 2;
+}

@@ -1,0 +1,127 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Signals between AF_BUS clients: multicast through the kernel, which
+# applies the subscribers' match rules (nfdbus) that the daemon gave it
+# for their AddMatch, RemoveMatch and BecomeMonitor.
+. /usr/libexec/afbus/dbus-test-lib.sh
+cd /tmp
+
+start_bus afbus:
+path=${DBUS_SESSION_BUS_ADDRESS#afbus:path=}
+path=${path%%,*}
+
+# stat NAME: one nfdbus counter (kernel-wide, this guest has one bus).
+stat() {
+	nfdbus-ctl stats | sed -n "s/^$1 //p"
+}
+
+# wait_ready FILE...: until each listener printed its "ready" line.
+wait_ready() {
+	for f in "$@"; do
+		i=0
+		while ! grep -q '^ready ' "$f" 2>/dev/null && [ $i -lt 100 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+	done
+}
+
+# signals FILE: the signal lines of a listener's output.
+signals() {
+	grep -v '^ready \|^removed$' "$1"
+}
+
+bg sh -c "afbus-signal listen \"type='signal',interface='com.example.A'\" >/tmp/sig-a.out 2>&1"
+bg sh -c "afbus-signal listen \"type='signal',interface='com.example.B'\" >/tmp/sig-b.out 2>&1"
+bg sh -c "afbus-signal listen >/tmp/sig-none.out 2>&1"
+bg sh -c "afbus-signal listen \"sender='com.example.Emitter'\" >/tmp/sig-sender.out 2>&1"
+bg sh -c "dbus-monitor --session \"type='signal',interface='com.example.B'\" >/tmp/mon-b.out 2>&1"
+wait_ready /tmp/sig-a.out /tmp/sig-b.out /tmp/sig-none.out /tmp/sig-sender.out
+sleep 1		# dbus-monitor has no ready line
+
+a=$(sed -n 's/^ready //p' /tmp/sig-a.out)
+none=$(sed -n 's/^ready //p' /tmp/sig-none.out)
+a_addr=0x0000$(printf '%012x' "0x${a#:0.}")
+rules=$(nfdbus-ctl list "$path" 2>&1)
+expect_match "the kernel has subscriber A's rule, in canonical form" \
+	"^$a_addr	type='signal',interface='com\\.example\\.A'\$" "$rules"
+expect_match "... a rule on a well-known sender, with the name's address" \
+	"sender='com\\.example\\.Emitter'	sender-addr=0x0001" "$rules"
+expect_match "... and the monitor's rule" \
+	"interface='com\\.example\\.B',eavesdrop='true'" "$rules"
+
+parsed=$(stat parsed) filtered=$(stat filtered)
+dbus-send --session --type=signal /com/example com.example.A.Ping string:one
+dbus-send --session --type=signal /com/example com.example.B.Ping string:two
+dbus-send --session --type=signal /com/example com.example.A.Ping string:three
+# The same name owned by one process, then another: the rule on the
+# name follows it to its new owner.
+afbus-signal emit --own com.example.Emitter com.example.C.Ping 2 first
+afbus-signal emit --own com.example.Emitter com.example.C.Ping 1 second
+sleep 1
+
+expect_eq "subscriber A gets the A signals, in order" \
+	"com.example.A.Ping one com.example.A.Ping three" \
+	"$(signals /tmp/sig-a.out | cut -d' ' -f1,2 | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "subscriber B gets the B signal only" "com.example.B.Ping two" \
+	"$(signals /tmp/sig-b.out | cut -d' ' -f1,2)"
+expect_eq "a client without match rules gets no signal" "" \
+	"$(signals /tmp/sig-none.out)"
+expect_eq "a rule on a well-known sender matches its owners' signals only" \
+	"first-0 first-1 second-0" \
+	"$(signals /tmp/sig-sender.out | cut -d' ' -f2 | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "... sent from two different unique names" 2 \
+	"$(signals /tmp/sig-sender.out | cut -d' ' -f3 | sort -u | wc -l)"
+out=$(grep -c 'interface=com.example.B; member=Ping' /tmp/mon-b.out)
+expect_eq "dbus-monitor with a rule sees the B signal" 1 "$out"
+expect_eq "... and nothing else" 0 "$(grep -c 'interface=com.example.[AC]' /tmp/mon-b.out)"
+# 6 multicasts, each parsed once by nfdbus in the kernel: the daemon
+# never saw them.  6 clients got each (the 5 subscribers and the
+# sender): A, A, B and C, C, C match 1, 1, 2 and 1, 1, 1 of them.
+expect_eq "the 6 signals went through the kernel (nfdbus parsed them)" 6 \
+	$(($(stat parsed) - parsed))
+expect_eq "... which kept them from the 29 recipients whose rules did not match" 29 \
+	$(($(stat filtered) - filtered))
+
+out=$(dbus-send --session --type=signal --dest="$none" /com/example \
+	com.example.D.Ping string:unicast 2>&1; sleep 1; signals /tmp/sig-none.out)
+expect_eq "a signal sent to a unique name reaches it, whatever its rules" \
+	"com.example.D.Ping unicast" "$(echo "$out" | cut -d' ' -f1,2)"
+
+out=$(timeout 20 afbus-signal emit --self "interface='com.example.Self'" \
+	com.example.Self.Ping 3 self 2>&1)
+expect_eq "a sender whose rule matches its own signals gets them" "self=3" "$out"
+
+# RemoveMatch: the rule leaves the kernel, the signals stop.
+bg sh -c "afbus-signal listen --remove-after 1 \"interface='com.example.E'\" >/tmp/sig-e.out 2>&1"
+wait_ready /tmp/sig-e.out
+e=$(sed -n 's/^ready //p' /tmp/sig-e.out)
+e_addr=0x0000$(printf '%012x' "0x${e#:0.}")
+dbus-send --session --type=signal /com/example com.example.E.Ping string:before
+i=0
+while ! grep -q '^removed$' /tmp/sig-e.out && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+dbus-send --session --type=signal /com/example com.example.E.Ping string:after
+sleep 1
+expect_eq "after RemoveMatch no more signals" "com.example.E.Ping before" \
+	"$(signals /tmp/sig-e.out | cut -d' ' -f1,2 | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "... and the kernel has no rule left for the client" "" \
+	"$(nfdbus-ctl list "$path" "$e_addr")"
+
+out=$(timeout 60 afbus-signal many-rules 513 2>/dev/null)
+expect_eq "the 513th match rule exceeds the kernel's 512 per client" \
+	"added=512 error=org.freedesktop.DBus.Error.LimitsExceeded" "$out"
+out=$(timeout 20 afbus-signal listen "type='signal',interface='com.example.A',bogus='1'" 2>&1)
+expect_match "an invalid rule is refused before it reaches the kernel" \
+	'MatchRuleInvalid' "$out"
+
+# A subscriber's rules go with it.
+pkill -f "listen type='signal',interface='com.example.A'"
+i=0
+while nfdbus-ctl list "$path" "$a_addr" | grep -q . && [ $i -lt 50 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+expect_eq "a subscriber that exits leaves no rule in the kernel" "" \
+	"$(nfdbus-ctl list "$path" "$a_addr")"
+
+finish

@@ -1,0 +1,324 @@
+/* -*- mode: C; c-file-style: "gnu"; indent-tabs-mode: nil; -*- */
+/* bus-afbus-match.c  match rules of AF_BUS clients in the kernel (nfdbus)
+ *
+ * SPDX-License-Identifier: AFL-2.1 OR GPL-2.0-or-later
+ *
+ * Licensed under the Academic Free License version 2.1
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 2 of the License, or
+ * (at your option) any later version.
+ *
+ * This program is distributed in the hope that it will be useful,
+ * but WITHOUT ANY WARRANTY; without even the implied warranty of
+ * MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+ * GNU General Public License for more details.
+ */
+
+#include <config.h>
+#include "bus-afbus-match.h"
+
+#include <errno.h>
+#include <string.h>
+#include <dbus/dbus-afbus.h>
+#include <dbus/dbus-list.h>
+
+#include "bus-afbus.h"
+#include "utils.h"
+
+/*
+ * AF_BUS clients multicast their signals to each other through the
+ * kernel (a signal without a destination goes to the multicast address
+ * of prefix 0, which every client has an address in), so the daemon never
+ * sees them and cannot apply match rules to them.  The kernel does,
+ * through the nfdbus netfilter module (Documentation/networking/nfdbus.rst
+ * in the kernel patches): for every AddMatch and RemoveMatch of an AF_BUS
+ * client the daemon adds or removes the same rule, in its canonical
+ * form, for the client's address over the nfdbus netlink family.
+ *
+ * - sender='<unique name>' is given with the unique name's address and
+ *   sender='<well-known name>' with the name's AF_BUS address (allocated
+ *   now if no AF_BUS client has owned it yet), so that the kernel
+ *   matches on who sent a signal, not on what its SENDER field claims,
+ *   and a rule on a well-known name follows the name from owner to owner
+ *   with no update.
+ * - Rules for signals of the daemon itself (sender='org.freedesktop.DBus')
+ *   stay in the daemon: the daemon sends its signals to each recipient,
+ *   never as a multicast, so the kernel would never use them.
+ * - The kernel keeps at most NFDBUS_PEER_RULES_MAX (512) rules per
+ *   client: beyond that, AddMatch fails with LimitsExceeded even if
+ *   max_match_rules_per_connection allows more.  A rule the kernel does
+ *   not take fails AddMatch with MatchRuleInvalid; the daemon's own
+ *   matchmaker then does not have it either.
+ * - nfdbus filters the multicasts of a bus only once its master added a
+ *   rule there; until then every client would get every signal.  So the
+ *   daemon takes charge of a bus before it joins the first client: it
+ *   gives the master (address 0, which never receives multicasts) one
+ *   rule, which matches nothing it could ever be sent.  When that fails
+ *   (no nfdbus in the kernel, or no permission), clients cannot join:
+ *   their Hello fails, rather than their signals going to everybody.
+ *
+ * The kernel forgets a client's rules when it leaves the bus, and all
+ * of a bus's when its master closes it.
+ */
+
+#ifdef DBUS_HAVE_AFBUS
+
+#include "libnfdbus.h"
+
+#define MANAGED_RULE \
+  "type='signal',path='" DBUS_PATH_DBUS "',interface='" DBUS_INTERFACE_AFBUS \
+  "',member='Managed'"
+
+/* The netlink socket, opened on first use. */
+static struct nfdbus *nfdbus = NULL;
+/* struct nfdbus_bus *: the buses whose multicasts nfdbus filters. */
+static DBusList *managed_buses = NULL;
+
+static dbus_bool_t
+set_nfdbus_error (DBusError  *error,
+                  int         err,
+                  const char *what)
+{
+  const char *detail = nfdbus != NULL ? nfdbus_error (nfdbus) : "";
+
+  if (err == ENOMEM)
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+
+  dbus_set_error (error,
+                  err == ENOSPC ? DBUS_ERROR_LIMITS_EXCEEDED :
+                  err == EINVAL || err == EMSGSIZE ? DBUS_ERROR_MATCH_RULE_INVALID :
+                  _dbus_error_from_errno (err),
+                  "%s: %s%s%s", what, _dbus_strerror (err),
+                  detail[0] != '\0' ? ": " : "", detail);
+  return FALSE;
+}
+
+/* The bus of an AF_BUS connection and the client's address: FALSE if
+ * the connection is not an AF_BUS one (or is gone). */
+static dbus_bool_t
+connection_bus (DBusConnection    *connection,
+                struct nfdbus_bus *bus,
+                dbus_uint64_t     *peer)
+{
+  struct sockaddr_bus sa;
+  socklen_t len = sizeof (sa);
+  int fd;
+
+  if (!bus_afbus_connection_fd (connection, &fd, peer) ||
+      getsockname (fd, (struct sockaddr *) &sa, &len) < 0 ||
+      len <= DBUS_AFBUS_SOCKADDR_NO_PATH)
+    return FALSE;
+
+  /* The path as the master bound it, as connect() takes it. */
+  memset (bus, 0, sizeof (*bus));
+  bus->len = len - DBUS_AFBUS_SOCKADDR_NO_PATH;
+  if (bus->len > sizeof (bus->path))
+    bus->len = sizeof (bus->path);
+  memcpy (bus->path, sa.sbus_path, bus->len);
+  return TRUE;
+}
+
+static dbus_bool_t
+open_nfdbus (DBusError *error)
+{
+  if (nfdbus != NULL)
+    return TRUE;
+
+  nfdbus = nfdbus_open ();
+  if (nfdbus == NULL)
+    return set_nfdbus_error (error, errno,
+                             "Cannot reach the kernel's D-Bus match rules (nfdbus)");
+  return TRUE;
+}
+
+static dbus_bool_t
+bus_is_managed (const struct nfdbus_bus *bus)
+{
+  DBusList *link;
+
+  for (link = _dbus_list_get_first_link (&managed_buses); link != NULL;
+       link = _dbus_list_get_next_link (&managed_buses, link))
+    {
+      const struct nfdbus_bus *b = link->data;
+
+      if (b->len == bus->len && memcmp (b->path, bus->path, b->len) == 0)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+dbus_bool_t
+bus_afbus_match_manage (DBusConnection *connection,
+                        DBusError      *error)
+{
+  struct nfdbus_bus bus, *copy;
+  dbus_uint64_t peer;
+  int err;
+
+  if (!connection_bus (connection, &bus, &peer) || bus_is_managed (&bus))
+    return TRUE;
+
+  copy = dbus_new (struct nfdbus_bus, 1);
+  if (copy == NULL)
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+  *copy = bus;
+
+  if (!open_nfdbus (error))
+    goto failed;
+
+  err = nfdbus_add_match (nfdbus, &bus, DBUS_AFBUS_MASTER, MANAGED_RULE, NULL);
+  if (err < 0)
+    {
+      set_nfdbus_error (error, -err,
+                        "Cannot filter the bus's signals by match rules in the kernel");
+      goto failed;
+    }
+
+  if (!_dbus_list_append (&managed_buses, copy))
+    {
+      /* The rule stays, harmless: we try again with the next client. */
+      BUS_SET_OOM (error);
+      goto failed;
+    }
+
+  return TRUE;
+
+ failed:
+  dbus_free (copy);
+  return FALSE;
+}
+
+/* The rule's canonical text, and the address its sender has, if any.
+ * FALSE with @error unset: the kernel does not need this rule. */
+static dbus_bool_t
+kernel_rule (BusMatchRule   *rule,
+             char          **text,
+             dbus_uint64_t  *sender_addr,
+             dbus_bool_t    *has_sender_addr,
+             DBusError      *error)
+{
+  const char *sender = bus_match_rule_get_sender (rule);
+
+  *has_sender_addr = FALSE;
+  if (sender != NULL)
+    {
+      if (strcmp (sender, DBUS_SERVICE_DBUS) == 0)
+        return FALSE;
+      if (sender[0] == ':')
+        *has_sender_addr = _dbus_afbus_addr_from_unique_name (sender, sender_addr);
+      else if (!bus_afbus_name_addr (sender, TRUE, sender_addr))
+        {
+          BUS_SET_OOM (error);
+          return FALSE;
+        }
+      else
+        *has_sender_addr = TRUE;
+    }
+
+  *text = bus_match_rule_to_string (rule);
+  if (*text == NULL)
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+dbus_bool_t
+bus_afbus_add_match (DBusConnection *connection,
+                     BusMatchRule   *rule,
+                     DBusError      *error)
+{
+  struct nfdbus_bus bus;
+  dbus_uint64_t peer, sender_addr;
+  dbus_bool_t has_sender_addr;
+  char *text;
+  int err;
+
+  if (!connection_bus (connection, &bus, &peer))
+    return TRUE;
+
+  if (!kernel_rule (rule, &text, &sender_addr, &has_sender_addr, error))
+    return !dbus_error_is_set (error);
+
+  if (!open_nfdbus (error))
+    {
+      dbus_free (text);
+      return FALSE;
+    }
+
+  err = nfdbus_add_match (nfdbus, &bus, peer, text,
+                          has_sender_addr ? &sender_addr : NULL);
+  if (err < 0)
+    set_nfdbus_error (error, -err, "The kernel does not take the match rule");
+  else
+    _dbus_verbose ("nfdbus: %s for %s\n", text,
+                   bus_connection_get_name (connection));
+
+  dbus_free (text);
+  return err == 0;
+}
+
+void
+bus_afbus_remove_match (DBusConnection *connection,
+                        BusMatchRule   *rule)
+{
+  DBusError error = DBUS_ERROR_INIT;
+  struct nfdbus_bus bus;
+  dbus_uint64_t peer, sender_addr;
+  dbus_bool_t has_sender_addr;
+  char *text;
+  int err;
+
+  if (!connection_bus (connection, &bus, &peer) || nfdbus == NULL)
+    return;
+
+  if (!kernel_rule (rule, &text, &sender_addr, &has_sender_addr, &error))
+    {
+      /* Without memory the kernel keeps the rule, and the client the
+       * signals it matches. */
+      dbus_error_free (&error);
+      return;
+    }
+
+  /* ENOENT: the client is gone, and its rules with it. */
+  err = nfdbus_remove_match (nfdbus, &bus, peer, text);
+  if (err < 0 && err != -ENOENT)
+    _dbus_verbose ("nfdbus: cannot remove %s: %s\n", text,
+                   _dbus_strerror (-err));
+
+  dbus_free (text);
+}
+
+#else /* !DBUS_HAVE_AFBUS */
+
+dbus_bool_t
+bus_afbus_match_manage (DBusConnection *connection,
+                        DBusError      *error)
+{
+  return TRUE;
+}
+
+dbus_bool_t
+bus_afbus_add_match (DBusConnection *connection,
+                     BusMatchRule   *rule,
+                     DBusError      *error)
+{
+  return TRUE;
+}
+
+void
+bus_afbus_remove_match (DBusConnection *connection,
+                        BusMatchRule   *rule)
+{
+}
+
+#endif /* DBUS_HAVE_AFBUS */
