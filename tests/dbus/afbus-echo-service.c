@@ -8,8 +8,9 @@
  *   Whoami () -> s         its own unique name
  *   ReadFd (h) -> s        what it reads from the file descriptor
  *   Hang ()                never replies
- *   Stall (u ms) -> s      sleeps ms milliseconds without reading its
- *                          socket, then answers "stalled"
+ *   Stall (u ms) -> s      sleeps ms milliseconds, or until SIGUSR1,
+ *                          without reading its socket, then answers
+ *                          "stalled"
  *   Quit ()                replies, then exits
  *
  * Usage: afbus-echo-service NAME [FLAGS]
@@ -20,11 +21,18 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <dbus/dbus.h>
 
 #define IFACE "com.example.Echo"
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
 
 static void die(const char *what, DBusError *error)
 {
@@ -57,6 +65,8 @@ int main(int argc, char **argv)
 	}
 	name = argv[1];
 	flags = argc > 2 ? strtoul(argv[2], NULL, 0) : 0;
+	/* no SA_RESTART: the signal interrupts a Stall */
+	sigaction(SIGUSR1, &(struct sigaction){ .sa_handler = on_usr1 }, NULL);
 
 	c = dbus_bus_get_private(DBUS_BUS_SESSION, &error);
 	if (!c)
@@ -101,7 +111,13 @@ int main(int argc, char **argv)
 
 				if (dbus_message_get_args(m, &error, DBUS_TYPE_UINT32, &ms,
 							  DBUS_TYPE_INVALID)) {
-					usleep(ms * 1000);
+					struct timespec ts = {
+						.tv_sec = ms / 1000,
+						.tv_nsec = (ms % 1000) * 1000000L,
+					};
+
+					/* SIGUSR1 ends it early (EINTR) */
+					nanosleep(&ts, NULL);
 					reply_string(c, m, "stalled");
 				} else {
 					dbus_error_free(&error);

@@ -10,28 +10,38 @@
 cd /tmp
 
 start_bus afbus:
-bg sh -c 'afbus-echo-service com.example.Slow >/tmp/q-svc.out 2>&1'
+afbus-echo-service com.example.Slow >/tmp/q-svc.out 2>&1 &
+svc_pid=$!
+_pids="$_pids $svc_pid"
 check "the service gets its name" wait_for_name com.example.Slow
 svc=$(sed -n 's/^ready //p' /tmp/q-svc.out)
+
+# wait_line FILE REGEX: until FILE has a line matching REGEX (60 s at most).
+wait_line() {
+	i=0
+	while ! grep -q "$2" "$1" && [ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
 
 # utime + stime of process $1, in clock ticks (1/100 s).
 cpu_ticks() {
 	awk '{ print $14 + $15 }' "/proc/$1/stat"
 }
 
-# 1500 calls (the queue holds 1024) to a service that does not read for
-# 5 s: the client blocks in dbus_connection_flush().  Its CPU time is
-# read from /proc over 1.5 s of that wait.
-afbus-flood-client "$svc" 1500 5000 >/tmp/q-flood.out 2>&1 &
+# 1500 calls (the queue holds 1024) to a service that does not read
+# until SIGUSR1 (60 s at most): the client blocks in
+# dbus_connection_flush().  Its CPU time is read from /proc over 1.5 s
+# of that wait; then the service reads again.  No timer decides when the
+# stall ends, so a slow (debug) kernel makes no difference.
+afbus-flood-client "$svc" 1500 60000 >/tmp/q-flood.out 2>&1 &
 flood=$!
-i=0
-while ! grep -q '^flushing' /tmp/q-flood.out && [ $i -lt 200 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_line /tmp/q-flood.out '^flushing'
 t0=$(cpu_ticks $flood)
 sleep 1.5
 t1=$(cpu_ticks $flood)
+kill -USR1 $svc_pid
 wait $flood
 out=$(cat /tmp/q-flood.out)
 expect_match "1500 calls to a stalled peer all get their replies, in order" \
@@ -47,11 +57,16 @@ check "... and slept meanwhile, without spinning ($((t1 - t0)) ticks of CPU in 1
 # The same stall, filled by one client; meanwhile another calls the
 # service by well-known name: its first call reaches the daemon, which
 # cannot write it to the full queue yet.
-afbus-flood-client "$svc" 1500 6000 >/tmp/q-fill.out 2>&1 &
+afbus-flood-client "$svc" 1500 60000 >/tmp/q-fill.out 2>&1 &
 filler=$!
-sleep 1
-out=$(timeout 120 afbus-flood-client com.example.Slow 50 0 10000 2>&1)
+wait_line /tmp/q-fill.out '^flushing'
+timeout 120 afbus-flood-client com.example.Slow 50 0 10000 >/tmp/q-name.out 2>&1 &
+caller=$!
+wait_line /tmp/q-name.out '^first-forwarded'
+kill -USR1 $svc_pid
+wait $caller
 wait $filler
+out=$(cat /tmp/q-name.out)
 expect_match "the daemon could not forward the first call yet: Forwarded says 0" \
 	'^first-forwarded 0$' "$out"
 expect_match "50 calls by well-known name behind a full queue are answered in order" \

@@ -31,7 +31,9 @@ signals() {
 	grep -v '^ready \|^removed$' "$1"
 }
 
-bg sh -c "afbus-signal listen \"type='signal',interface='com.example.A'\" >/tmp/sig-a.out 2>&1"
+afbus-signal listen "type='signal',interface='com.example.A'" >/tmp/sig-a.out 2>&1 &
+a_pid=$!
+_pids="$_pids $a_pid"
 bg sh -c "afbus-signal listen \"type='signal',interface='com.example.B'\" >/tmp/sig-b.out 2>&1"
 bg sh -c "afbus-signal listen >/tmp/sig-none.out 2>&1"
 bg sh -c "afbus-signal listen \"sender='com.example.Emitter'\" >/tmp/sig-sender.out 2>&1"
@@ -115,7 +117,7 @@ expect_match "an invalid rule is refused before it reaches the kernel" \
 	'MatchRuleInvalid' "$out"
 
 # A subscriber's rules go with it.
-pkill -f "listen type='signal',interface='com.example.A'"
+kill "$a_pid"
 i=0
 while nfdbus-ctl list "$path" "$a_addr" | grep -q . && [ $i -lt 50 ]; do
 	sleep 0.1
