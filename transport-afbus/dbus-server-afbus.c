@@ -264,7 +264,23 @@ listen_afbus (const char *path,
                       path, _dbus_strerror (saved_errno));
       _dbus_close_socket (fd, NULL);
       _dbus_socket_invalidate (&fd);
+      return fd;
     }
+
+  /* Signals (multicasts) skip a client whose queue is full, and it
+   * misses them, as dbus-daemon drops signals for a connection past its
+   * outgoing limit: one subscriber that stops reading must not stop
+   * every sender of signals it matches.  Method calls and replies
+   * (unicasts) still wait for room.  An older kernel without the option
+   * keeps all-or-none multicasts. */
+  {
+    int one = 1;
+
+    if (setsockopt (fd.fd, SOL_BUS, BUS_SET_MCAST_DROP, &one,
+                    sizeof (one)) < 0)
+      _dbus_verbose ("AF_BUS: multicasts wait for full queues: %s\n",
+                     _dbus_strerror (errno));
+  }
 
   return fd;
 }

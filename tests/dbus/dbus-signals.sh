@@ -31,6 +31,17 @@ signals() {
 	grep -v '^ready \|^removed$' "$1"
 }
 
+# summary FILE: "COUNT FIRST-ARG0 LAST-ARG0 in-order=0|1" of a
+# listener's signals, whose arg0 are PREFIX-N: in order if each N is the
+# one before plus 1.
+summary() {
+	signals "$1" | awk '{ split($2, a, "-"); i = a[2] + 0
+			if (n++ && i != prev + 1) bad = 1
+			if (n == 1) first = $2
+			last = $2; prev = i }
+		END { print n + 0, first, last, "in-order=" (bad ? 0 : 1) }'
+}
+
 afbus-signal listen "type='signal',interface='com.example.A'" >/tmp/sig-a.out 2>&1 &
 a_pid=$!
 _pids="$_pids $a_pid"
@@ -93,6 +104,34 @@ expect_eq "a signal sent to a unique name reaches it, whatever its rules" \
 out=$(timeout 20 afbus-signal emit --self "interface='com.example.Self'" \
 	com.example.Self.Ping 3 self 2>&1)
 expect_eq "a sender whose rule matches its own signals gets them" "self=3" "$out"
+
+# A subscriber that stops reading holds up nobody: the daemon made
+# multicasts skip a full queue (BUS_SET_MCAST_DROP), so it misses what
+# does not fit, as dbus-daemon drops signals for a connection past its
+# outgoing limit.
+afbus-signal listen "interface='com.example.F'" >/tmp/sig-f-live.out 2>&1 &
+live_pid=$!
+afbus-signal listen "interface='com.example.F'" >/tmp/sig-f-stop.out 2>&1 &
+stop_pid=$!
+_pids="$_pids $live_pid $stop_pid"
+wait_ready /tmp/sig-f-live.out /tmp/sig-f-stop.out
+kill -STOP $stop_pid
+timeout 60 afbus-signal emit com.example.F.Ping 2000 f
+rc=$?
+expect_eq "2000 signals go out while a subscriber is stopped" 0 "$rc"
+i=0
+while [ "$(signals /tmp/sig-f-live.out | wc -l)" -lt 2000 ] && [ $i -lt 300 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+expect_eq "... the other subscriber gets all of them, in order" "2000 f-0 f-1999 in-order=1" \
+	"$(summary /tmp/sig-f-live.out)"
+kill -CONT $stop_pid
+sleep 2
+expect_eq "... the stopped one the 1024 its queue held, then nothing it missed" \
+	"1024 f-0 f-1023 in-order=1" \
+	"$(summary /tmp/sig-f-stop.out)"
+kill $live_pid $stop_pid
 
 # RemoveMatch: the rule leaves the kernel, the signals stop.
 bg sh -c "afbus-signal listen --remove-after 1 \"interface='com.example.E'\" >/tmp/sig-e.out 2>&1"

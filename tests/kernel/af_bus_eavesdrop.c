@@ -212,35 +212,6 @@ TEST_F(eav, copies_in_bus_order)
 	bus_expect_none(_metadata, self->p[3].cfd);
 }
 
-/* recv one message on fd; *drops = SO_RXQ_OVFL value, -1 if none. */
-static ssize_t recv_ovfl(int fd, char *buf, size_t len, int *drops)
-{
-	union {
-		char b[CMSG_SPACE(sizeof(__u32))];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = ctl.b, .msg_controllen = sizeof(ctl.b),
-	};
-	struct cmsghdr *cm;
-	ssize_t n;
-	__u32 v;
-
-	*drops = -1;
-	n = recvmsg(fd, &msg, MSG_DONTWAIT);
-	for (cm = CMSG_FIRSTHDR(&msg); n >= 0 && cm;
-	     cm = CMSG_NXTHDR(&msg, cm)) {
-		if (cm->cmsg_level == SOL_SOCKET &&
-		    cm->cmsg_type == SO_RXQ_OVFL) {
-			memcpy(&v, CMSG_DATA(cm), sizeof(v));
-			*drops = v;
-		}
-	}
-	return n;
-}
-
 TEST_F(eav, full_eavesdropper_drops_and_counts)
 {
 	int one = 1, qlen = 2, drops, i;
@@ -265,7 +236,7 @@ TEST_F(eav, full_eavesdropper_drops_and_counts)
 			   self->p[1].addr, s);
 	}
 	for (i = 0; i < 2; i++) {
-		ASSERT_EQ(2, recv_ovfl(self->p[0].cfd, buf, sizeof(buf),
+		ASSERT_EQ(2, bus_recv_ovfl(self->p[0].cfd, buf, sizeof(buf),
 				       &drops));
 		ASSERT_EQ(0, memcmp(buf, i ? "n1" : "n0", 2));
 		ASSERT_EQ(-1, drops);
@@ -275,7 +246,7 @@ TEST_F(eav, full_eavesdropper_drops_and_counts)
 		     "n5");
 	bus_expect(_metadata, self->p[2].cfd, &self->bus, self->p[1].addr,
 		   "n5");
-	ASSERT_EQ(2, recv_ovfl(self->p[0].cfd, buf, sizeof(buf), &drops));
+	ASSERT_EQ(2, bus_recv_ovfl(self->p[0].cfd, buf, sizeof(buf), &drops));
 	ASSERT_EQ(0, memcmp(buf, "n5", 2));
 	ASSERT_EQ(3, drops);
 	bus_expect_quiet(_metadata, self->p, 4);

@@ -4,7 +4,8 @@
  * and BUS_SET_SENDBUF on the bound socket (both sockets of every later
  * connection) and on an accepted socket (its client, at once), their
  * bounds, who may use them, and what a client sees: how many messages
- * its queue takes, its SO_SNDBUF, and the largest message it can send.
+ * its queue takes, its SO_SNDBUF, and the largest message it can send;
+ * and BUS_SET_MCAST_DROP, which lets multicasts skip a full queue.
  */
 #include "af_bus_test.h"
 
@@ -366,6 +367,138 @@ TEST_F(limits, sendbuf_clamped_to_wmem_max_without_cap)
 	ASSERT_EQ(0, status) TH_LOG("child failed with status %#x", status);
 	open_two(_metadata, self);
 	ASSERT_EQ(2 * wmem_max, get_sndbuf(_metadata, self->p[0].cfd));
+}
+
+/* Multicasts 4-byte values first .. first + n - 1 from fd to prefix 0,
+ * none of them waiting.
+ */
+static void mcast_values(struct __test_metadata *_metadata, int fd,
+			 const struct bus_name *bus, unsigned int first,
+			 unsigned int n)
+{
+	unsigned int v;
+
+	for (v = first; v < first + n; v++)
+		ASSERT_EQ((ssize_t)sizeof(v),
+			  bus_sendto(fd, bus, bus_mcast(0), &v, sizeof(v),
+				     MSG_DONTWAIT))
+			TH_LOG("multicast %u: %s", v, strerror(errno));
+}
+
+/* fd's next message is value want, with SO_RXQ_OVFL drops (-1: none) */
+static void expect_value(struct __test_metadata *_metadata, int fd,
+			 unsigned int want, int want_drops)
+{
+	unsigned int v;
+	int drops;
+
+	ASSERT_EQ((ssize_t)sizeof(v),
+		  bus_recv_ovfl(fd, (char *)&v, sizeof(v), &drops))
+		TH_LOG("value %u: %s", want, strerror(errno));
+	ASSERT_EQ(want, v);
+	ASSERT_EQ(want_drops, drops);
+}
+
+TEST_F(limits, mcast_waits_for_a_full_client_by_default)
+{
+	unsigned int v = 2;
+
+	open_two(_metadata, self);
+	ASSERT_OK(set_int(self->p[1].afd, BUS_SET_MAXQLEN, 2));
+	mcast_values(_metadata, self->p[0].cfd, &self->bus, 0, 2);
+	ASSERT_ERRNO(EAGAIN, bus_sendto(self->p[0].cfd, &self->bus,
+					bus_mcast(0), &v, sizeof(v),
+					MSG_DONTWAIT));
+	/* all or none: the sender, a member too, did not get it either */
+	drain(_metadata, self->p[0].cfd, 2);
+	drain(_metadata, self->p[1].cfd, 2);
+}
+
+TEST_F(limits, mcast_drop_skips_a_full_client_and_counts)
+{
+	int one = 1;
+	unsigned int v;
+
+	open_two(_metadata, self);
+	ASSERT_OK(set_int(self->p[1].afd, BUS_SET_MAXQLEN, 2));
+	ASSERT_OK(set_int(self->p[1].afd, BUS_SET_MCAST_DROP, 1));
+	ASSERT_OK(setsockopt(self->p[1].cfd, SOL_SOCKET, SO_RXQ_OVFL, &one,
+			     sizeof(one)));
+	/* 5 multicasts go at once; the full client misses 2, 3 and 4 */
+	mcast_values(_metadata, self->p[0].cfd, &self->bus, 0, 5);
+	drain(_metadata, self->p[0].cfd, 5);
+	expect_value(_metadata, self->p[1].cfd, 0, -1);
+	expect_value(_metadata, self->p[1].cfd, 1, -1);
+	bus_expect_none(_metadata, self->p[1].cfd);
+	/* with room again it gets the next one, and the count of misses */
+	mcast_values(_metadata, self->p[0].cfd, &self->bus, 5, 1);
+	expect_value(_metadata, self->p[1].cfd, 5, 3);
+	bus_expect_none(_metadata, self->p[1].cfd);
+	expect_value(_metadata, self->p[0].cfd, 5, -1);
+	/* unicasts to it still wait for room */
+	ASSERT_EQ(2U, fill(_metadata, self->p[0].cfd, &self->bus,
+			   self->p[1].addr));
+	for (v = 0; v < 2; v++)
+		expect_value(_metadata, self->p[1].cfd, v, 3);
+}
+
+TEST_F(limits, mcast_drop_on_master_applies_to_later_clients)
+{
+	ASSERT_OK(set_int(self->m, BUS_SET_MAXQLEN, 1));
+	ASSERT_OK(set_int(self->m, BUS_SET_MCAST_DROP, 1));
+	open_two(_metadata, self);
+	/* both members (the sender is one) have room for 1 of the 3 */
+	mcast_values(_metadata, self->p[0].cfd, &self->bus, 0, 3);
+	drain(_metadata, self->p[0].cfd, 1);
+	drain(_metadata, self->p[1].cfd, 1);
+	/* switched off for one client: multicasts wait for it again */
+	ASSERT_OK(set_int(self->p[1].afd, BUS_SET_MCAST_DROP, 0));
+	mcast_values(_metadata, self->p[0].cfd, &self->bus, 0, 1);
+	ASSERT_ERRNO(EAGAIN, bus_sendto(self->p[0].cfd, &self->bus,
+					bus_mcast(0), "x", 1, MSG_DONTWAIT));
+}
+
+TEST_F(limits, mcast_drop_set_wakes_waiting_sender)
+{
+	struct bus_send_arg arg;
+	struct bus_call call = { .fn = bus_send_call, .arg = &arg };
+
+	open_two(_metadata, self);
+	ASSERT_OK(set_int(self->p[1].afd, BUS_SET_MAXQLEN, 1));
+	mcast_values(_metadata, self->p[0].cfd, &self->bus, 0, 1);
+	arg = (struct bus_send_arg){ self->p[0].cfd, &self->bus, bus_mcast(0),
+				     1 };
+	bus_set_timeouts(_metadata, arg.fd, 10000);
+	bus_call_start_blocked(_metadata, &call);
+	ASSERT_OK(set_int(self->p[1].afd, BUS_SET_MCAST_DROP, 1));
+	bus_call_finish(_metadata, &call);
+	ASSERT_EQ(4, call.ret) TH_LOG("send: %s", strerror(call.err));
+	drain(_metadata, self->p[1].cfd, 1);
+}
+
+TEST_F(limits, mcast_drop_bounds_and_who)
+{
+	const int bad[] = { 2, -1, 0x7fffffff };
+	unsigned int i;
+	char c = 1;
+
+	open_two(_metadata, self);
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		ASSERT_ERRNO(EINVAL, set_int(self->m, BUS_SET_MCAST_DROP,
+					     bad[i]))
+			TH_LOG("value %d", bad[i]);
+		ASSERT_ERRNO(EINVAL, set_int(self->p[0].afd,
+					     BUS_SET_MCAST_DROP, bad[i]))
+			TH_LOG("value %d", bad[i]);
+	}
+	ASSERT_ERRNO(EINVAL, setsockopt(self->p[0].afd, SOL_BUS,
+					BUS_SET_MCAST_DROP, &c, sizeof(c)));
+	ASSERT_ERRNO(EPERM, set_int(self->p[0].cfd, BUS_SET_MCAST_DROP, 1));
+	/* the failed calls changed nothing: multicasts still wait */
+	ASSERT_OK(set_int(self->p[1].afd, BUS_SET_MAXQLEN, 1));
+	mcast_values(_metadata, self->p[0].cfd, &self->bus, 0, 1);
+	ASSERT_ERRNO(EAGAIN, bus_sendto(self->p[0].cfd, &self->bus,
+					bus_mcast(0), "x", 1, MSG_DONTWAIT));
 }
 
 TEST_HARNESS_MAIN

@@ -493,6 +493,35 @@ static inline void bus_expect_quiet(struct __test_metadata *_metadata,
 	}
 }
 
+/* recv one message on fd; *drops = SO_RXQ_OVFL value, -1 if none. */
+static inline ssize_t bus_recv_ovfl(int fd, char *buf, size_t len, int *drops)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(__u32))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = ctl.b, .msg_controllen = sizeof(ctl.b),
+	};
+	struct cmsghdr *cm;
+	ssize_t n;
+	__u32 v;
+
+	*drops = -1;
+	n = recvmsg(fd, &msg, MSG_DONTWAIT);
+	for (cm = CMSG_FIRSTHDR(&msg); n >= 0 && cm;
+	     cm = CMSG_NXTHDR(&msg, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET &&
+		    cm->cmsg_type == SO_RXQ_OVFL) {
+			memcpy(&v, CMSG_DATA(cm), sizeof(v));
+			*drops = v;
+		}
+	}
+	return n;
+}
+
 /* poll() one fd for events, waiting at most ms; returns revents. */
 static inline short bus_poll(struct __test_metadata *_metadata, int fd,
 			     short events, int ms)
