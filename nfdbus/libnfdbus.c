@@ -385,7 +385,8 @@ int nfdbus_request_raw(struct nfdbus *h, uint8_t cmd, uint16_t flags,
 
 	if (len > sizeof(h->buf) - mnl_nlmsg_size(MNL_ALIGN(sizeof(struct genlmsghdr))))
 		return -EMSGSIZE;
-	nlh = nfdbus_msg(h, h->family, cmd, NLM_F_ACK | flags);
+	nlh = nfdbus_msg(h, h->family, NFDBUS_GENL_VERSION, cmd,
+			 NLM_F_ACK | flags);
 	memset(mnl_nlmsg_get_payload_tail(nlh), 0, MNL_ALIGN(len));
 	memcpy(mnl_nlmsg_get_payload_tail(nlh), attrs, len);
 	nlh->nlmsg_len += MNL_ALIGN(len);
