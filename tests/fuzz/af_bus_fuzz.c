@@ -704,11 +704,14 @@ static void op_setsockopt(struct thread_ctx *t, int fd)
 			  : below(r, sizeof(val) + 1);
 	if (chance(r, 60)) {
 		level = SOL_BUS;
-		name = chance(r, 80) ? (int)(1 + below(r, 7)) : (int)below(r, 40) - 2;
-		if ((name == BUS_SET_SENDBUF || name == BUS_SET_MAXQLEN) &&
-		    chance(r, 80)) {
-			/* mostly sensible sizes, sometimes out of range */
-			ival = chance(r, 90) ? (int)below(r, 1 << 21) : (int)rnd(r);
+		name = chance(r, 80) ? (int)(1 + below(r, 8)) : (int)below(r, 40) - 2;
+		if ((name == BUS_SET_SENDBUF || name == BUS_SET_MAXQLEN ||
+		     name == BUS_SET_MCAST_DROP) && chance(r, 80)) {
+			/* mostly sensible values, sometimes out of range */
+			if (name == BUS_SET_MCAST_DROP)
+				ival = chance(r, 90) ? (int)below(r, 2) : (int)rnd(r);
+			else
+				ival = chance(r, 90) ? (int)below(r, 1 << 21) : (int)rnd(r);
 			memcpy(val, &ival, sizeof(ival));
 			len = chance(r, 90) ? sizeof(ival) : below(r, 9);
 		} else if (chance(r, 60)) {
