@@ -102,8 +102,18 @@ static struct nfdbus *nl_open(struct thread_ctx *t)
 		return NULL;
 	s->broken = false;
 	h = nfdbus_open();
-	if (!h)
+	if (!h && (errno == EINTR || errno == ESRCH || errno == EPROTO ||
+		   errno == EBADF || errno == ENOTSOCK || errno == EINVAL)) {
+		/*
+		 * The ticker's signals, or another thread's close race on a
+		 * stale descriptor number that was the new netlink socket's
+		 * (bind() of an AF_BUS socket to a netlink address gives
+		 * EINVAL): counted like a resync, not a failure.
+		 */
+		count(&sh->nl_resync);
+	} else if (!h) {
 		check(t, "nfdbus_open", -1, E(EMFILE, ENFILE, ENOBUFS), NULL);
+	}
 	s->h = h;
 	return h;
 }
