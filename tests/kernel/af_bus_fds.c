@@ -15,6 +15,7 @@
  * closed.
  */
 #include "af_bus_test.h"
+#include "af_bus_counts.h"
 
 #include <grp.h>
 #include <sys/resource.h>
@@ -802,120 +803,17 @@ TEST_F(fds, credentials_fit_descriptors_do_not)
  * Garbage collection
  */
 
-/* What /proc says about AF_BUS sockets (-1: not available). */
-struct bus_counts {
-	long proto;	/* "sockets" column of AF_BUS in /proc/net/protocols */
-	long used;	/* "sockets: used" in /proc/net/sockstat */
-	long lines;	/* lines of /proc/net/bus after the header */
-	long slab;	/* active objects of the AF_BUS slab cache */
-};
-
-static long proto_sockets(void)
-{
-	char line[512], name[64];
-	long size, n;
-	FILE *f = fopen("/proc/net/protocols", "r");
-
-	if (!f)
-		return -1;
-	n = -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%63s %ld %ld", name, &size, &n) == 3 &&
-		    !strcmp(name, "AF_BUS"))
-			break;
-		else
-			n = -1;
-	fclose(f);
-	return n;
-}
-
-static long sockstat_used(void)
-{
-	char line[256];
-	long n = -1;
-	FILE *f = fopen("/proc/net/sockstat", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "sockets: used %ld", &n) == 1)
-			break;
-	fclose(f);
-	return n;
-}
-
-static long procnet_bus_lines(void)
-{
-	long n = -1;
-	FILE *f = fopen("/proc/net/bus", "r");
-	int c;
-
-	if (!f)
-		return -1;
-	while ((c = fgetc(f)) != EOF)
-		if (c == '\n')
-			n++;
-	fclose(f);
-	return n;
-}
-
-/*
- * Active objects of the AF_BUS slab cache. Shrinking the cache first
- * flushes SLUB's per-CPU slabs, whose free objects slabinfo would count
- * as active, so the count is exact.
- */
-static long slab_active(void)
-{
-	char line[512], name[64];
-	long n = -1, active;
-	int shrink = open("/sys/kernel/slab/AF_BUS/shrink", O_WRONLY);
-	FILE *f;
-
-	if (shrink < 0)
-		return -1;
-	n = write(shrink, "1", 1);
-	close(shrink);
-	if (n != 1)
-		return -1;
-	n = -1;
-	f = fopen("/proc/slabinfo", "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%63s %ld", name, &active) == 2 &&
-		    !strcmp(name, "AF_BUS"))
-			n = active;
-	fclose(f);
-	return n;
-}
-
-static struct bus_counts read_counts(void)
-{
-	struct bus_counts c = {
-		.proto = proto_sockets(), .used = sockstat_used(),
-		.lines = procnet_bus_lines(), .slab = slab_active(),
-	};
-
-	return c;
-}
-
+/* What the kernel holds for AF_BUS (af_bus_counts.h), all readable. */
 static struct bus_counts baseline(struct __test_metadata *_metadata)
 {
-	struct bus_counts c = read_counts();
+	struct bus_counts c = bus_counts_now();
 
-	ASSERT_LE(0, c.proto) TH_LOG("no AF_BUS in /proc/net/protocols");
-	ASSERT_LE(0, c.used) TH_LOG("no sockets: used in /proc/net/sockstat");
-	ASSERT_LE(0, c.lines) TH_LOG("no /proc/net/bus");
-	ASSERT_LE(0, c.slab)
-		TH_LOG("no AF_BUS slab (/sys/kernel/slab/AF_BUS/shrink, /proc/slabinfo)");
+	ASSERT_LE(0, c.bus_socks) TH_LOG("no AF_BUS in /proc/net/protocols");
+	ASSERT_LE(0, c.sockets) TH_LOG("no sockets: used in /proc/net/sockstat");
+	ASSERT_LE(0, c.bus_lines) TH_LOG("no /proc/net/bus");
+	ASSERT_LE(0, c.bus_slab)
+		TH_LOG("no AF_BUS slab (" BUS_SLAB_DIR ", /proc/slabinfo)");
 	return c;
-}
-
-static bool counts_match(const struct bus_counts *c,
-			 const struct bus_counts *want)
-{
-	return c->proto == want->proto && c->used == want->used &&
-	       c->lines == want->lines && c->slab == want->slab;
 }
 
 /*
@@ -928,22 +826,22 @@ static void wait_counts(struct __test_metadata *_metadata,
 	struct bus_counts want = *base, c;
 	struct timespec start;
 
-	want.proto += delta;
-	want.used += delta;
-	want.lines += delta;
-	want.slab += delta;
+	want.bus_socks += delta;
+	want.sockets += delta;
+	want.bus_lines += delta;
+	want.bus_slab += delta;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
-		c = read_counts();
-		if (counts_match(&c, &want) ||
+		c = bus_counts_now();
+		if (bus_counts_equal(&c, &want) ||
 		    bus_elapsed_ms(&start) > GC_TIMEOUT_MS)
 			break;
 		usleep(10000);
 	}
-	EXPECT_EQ(want.proto, c.proto) TH_LOG("/proc/net/protocols AF_BUS sockets");
-	EXPECT_EQ(want.used, c.used) TH_LOG("/proc/net/sockstat sockets: used");
-	EXPECT_EQ(want.lines, c.lines) TH_LOG("/proc/net/bus lines");
-	EXPECT_EQ(want.slab, c.slab) TH_LOG("AF_BUS slab active objects");
+	EXPECT_EQ(want.bus_socks, c.bus_socks) TH_LOG("/proc/net/protocols AF_BUS sockets");
+	EXPECT_EQ(want.sockets, c.sockets) TH_LOG("/proc/net/sockstat sockets: used");
+	EXPECT_EQ(want.bus_lines, c.bus_lines) TH_LOG("/proc/net/bus lines");
+	EXPECT_EQ(want.bus_slab, c.bus_slab) TH_LOG("AF_BUS slab objects");
 }
 
 /* Run a collection the documented way: release an AF_BUS socket. */
