@@ -40,11 +40,12 @@ const char *nfdbus_error(const struct nfdbus *h)
 	return h->err;
 }
 
-static struct nlmsghdr *nfdbus_msg(struct nfdbus *h, uint16_t type,
-				   uint8_t version, uint8_t cmd,
-				   uint16_t flags)
+/* A request in buf (h->buf, or a bigger one of its own). */
+static struct nlmsghdr *nfdbus_msg_in(struct nfdbus *h, void *buf,
+				      uint16_t type, uint8_t version,
+				      uint8_t cmd, uint16_t flags)
 {
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(h->buf);
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct genlmsghdr *g;
 
 	nlh->nlmsg_type = type;
@@ -54,6 +55,13 @@ static struct nlmsghdr *nfdbus_msg(struct nfdbus *h, uint16_t type,
 	g->cmd = cmd;
 	g->version = version;
 	return nlh;
+}
+
+static struct nlmsghdr *nfdbus_msg(struct nfdbus *h, uint16_t type,
+				   uint8_t version, uint8_t cmd,
+				   uint16_t flags)
+{
+	return nfdbus_msg_in(h, h->buf, type, version, cmd, flags);
 }
 
 /* What the callbacks of one exchange get. */
@@ -354,6 +362,9 @@ static int nfdbus_stats_cb(const struct nlmsghdr *nlh, void *data)
 			case NFDBUS_STAT_FILTERED:
 				stats->filtered = mnl_attr_get_u64(attr);
 				break;
+			case NFDBUS_STAT_FORGED:
+				stats->forged = mnl_attr_get_u64(attr);
+				break;
 			default:	/* newer counters */
 				break;
 			}
@@ -368,6 +379,41 @@ int nfdbus_get_stats(struct nfdbus *h, struct nfdbus_stats *stats)
 	return nfdbus_talk(h, nfdbus_msg(h, h->family, NFDBUS_GENL_VERSION,
 					 NFDBUS_CMD_GET_STATS, NLM_F_ACK),
 			   nfdbus_stats_cb, stats);
+}
+
+int nfdbus_set_bus_flags(struct nfdbus *h, const struct nfdbus_bus *bus,
+			 uint32_t flags)
+{
+	struct nlmsghdr *nlh;
+
+	nlh = nfdbus_request(h, NFDBUS_CMD_SET_BUS, NLM_F_ACK, bus, NULL);
+	mnl_attr_put_u32(nlh, NFDBUS_A_BUS_FLAGS, flags);
+	return nfdbus_talk(h, nlh, NULL, NULL);
+}
+
+/* The reply to NFDBUS_CMD_GET_BUS; EPROTO without the flags. */
+static int nfdbus_bus_flags_cb(const struct nlmsghdr *nlh, void *data)
+{
+	uint32_t *flags = data;
+	struct nlattr *attr;
+
+	mnl_attr_for_each(attr, nlh, sizeof(struct genlmsghdr))
+		if (mnl_attr_get_type(attr) == NFDBUS_A_BUS_FLAGS &&
+		    mnl_attr_validate(attr, MNL_TYPE_U32) >= 0) {
+			*flags = mnl_attr_get_u32(attr);
+			return MNL_CB_OK;
+		}
+	errno = EPROTO;
+	return MNL_CB_ERROR;
+}
+
+int nfdbus_get_bus_flags(struct nfdbus *h, const struct nfdbus_bus *bus,
+			 uint32_t *flags)
+{
+	*flags = 0;
+	return nfdbus_talk(h, nfdbus_request(h, NFDBUS_CMD_GET_BUS, NLM_F_ACK,
+					     bus, NULL),
+			   nfdbus_bus_flags_cb, flags);
 }
 
 static int nfdbus_count_cb(const struct nlmsghdr *nlh, void *data)

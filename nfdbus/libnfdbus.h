@@ -29,6 +29,7 @@ struct nfdbus_stats {
 	uint64_t	malformed;
 	uint64_t	oversized;
 	uint64_t	filtered;
+	uint64_t	forged;
 };
 
 /* One rule of a dump. */
@@ -67,6 +68,14 @@ int nfdbus_flush(struct nfdbus *h, const struct nfdbus_bus *bus,
 int nfdbus_list(struct nfdbus *h, const struct nfdbus_bus *bus,
 		const uint64_t *peer, nfdbus_rule_cb cb, void *data);
 int nfdbus_get_stats(struct nfdbus *h, struct nfdbus_stats *stats);
+
+/* The NFDBUS_BUS_* flags of a bus (NFDBUS_BUS_CHECK_SENDER): set them
+ * all at once (the bus is managed from then on), or read them.
+ */
+int nfdbus_set_bus_flags(struct nfdbus *h, const struct nfdbus_bus *bus,
+			 uint32_t flags);
+int nfdbus_get_bus_flags(struct nfdbus *h, const struct nfdbus_bus *bus,
+			 uint32_t *flags);
 
 /*
  * For tests that send what the functions above cannot (fuzzers): a

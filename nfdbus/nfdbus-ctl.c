@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <linux/netfilter/nfdbus.h>
+
 #include "libnfdbus.h"
 
 static void usage(FILE *f)
@@ -20,8 +22,11 @@ static void usage(FILE *f)
 		"       nfdbus-ctl flush BUS PEER\n"
 		"       nfdbus-ctl list BUS [PEER]\n"
 		"       nfdbus-ctl stats\n"
+		"       nfdbus-ctl bus BUS [FLAG...]\n"
 		"BUS is a bus path, or @name for an abstract bus name; PEER and\n"
-		"SENDER-ADDR are AF_BUS addresses (decimal, or 0x hexadecimal).\n");
+		"SENDER-ADDR are AF_BUS addresses (decimal, or 0x hexadecimal).\n"
+		"bus BUS prints the flags of the bus; bus BUS FLAG... sets them\n"
+		"(FLAG: check-sender, or none).\n");
 }
 
 static int parse_u64(const char *s, uint64_t *v)
@@ -33,6 +38,23 @@ static int parse_u64(const char *s, uint64_t *v)
 	if (errno || !*s || *end || *s == '-') {
 		fprintf(stderr, "nfdbus-ctl: not an address: %s\n", s);
 		return -1;
+	}
+	return 0;
+}
+
+/* The NFDBUS_BUS_* flags named by args; -1 for an unknown name. */
+static int parse_flags(int n, char **args, uint32_t *flags)
+{
+	int i;
+
+	*flags = 0;
+	for (i = 0; i < n; i++) {
+		if (!strcmp(args[i], "check-sender")) {
+			*flags |= NFDBUS_BUS_CHECK_SENDER;
+		} else if (strcmp(args[i], "none")) {
+			fprintf(stderr, "nfdbus-ctl: unknown flag: %s\n", args[i]);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -52,6 +74,7 @@ int main(int argc, char **argv)
 	struct nfdbus_stats st;
 	struct nfdbus_bus bus;
 	uint64_t peer, sender;
+	uint32_t flags;
 	const char *cmd;
 	struct nfdbus *h;
 	int err = -EINVAL;
@@ -70,8 +93,12 @@ int main(int argc, char **argv)
 			fprintf(stderr, "nfdbus-ctl: bad bus name: %s\n", argv[2]);
 			return 2;
 		}
-		if (argc > 3 && parse_u64(argv[3], &peer))
+		if (!strcmp(cmd, "bus")) {
+			if (parse_flags(argc - 3, argv + 3, &flags))
+				return 2;
+		} else if (argc > 3 && parse_u64(argv[3], &peer)) {
 			return 2;
+		}
 	}
 
 	h = nfdbus_open();
@@ -100,9 +127,17 @@ int main(int argc, char **argv)
 		err = nfdbus_get_stats(h, &st);
 		if (!err)
 			printf("parsed %" PRIu64 "\nmalformed %" PRIu64
-			       "\noversized %" PRIu64 "\nfiltered %" PRIu64 "\n",
+			       "\noversized %" PRIu64 "\nfiltered %" PRIu64
+			       "\nforged %" PRIu64 "\n",
 			       st.parsed, st.malformed, st.oversized,
-			       st.filtered);
+			       st.filtered, st.forged);
+	} else if (!strcmp(cmd, "bus") && argc > 3) {
+		err = nfdbus_set_bus_flags(h, &bus, flags);
+	} else if (!strcmp(cmd, "bus")) {
+		err = nfdbus_get_bus_flags(h, &bus, &flags);
+		if (!err)
+			printf("%s\n", flags & NFDBUS_BUS_CHECK_SENDER ?
+			       "check-sender" : "none");
 	} else {
 		nfdbus_close(h);
 		goto usage;

@@ -51,11 +51,14 @@
  *   max_match_rules_per_connection allows more.  A rule the kernel does
  *   not take fails AddMatch with MatchRuleInvalid; the daemon's own
  *   matchmaker then does not have it either.
- * - nfdbus filters the multicasts of a bus only once its master added a
- *   rule there; until then every client would get every signal.  So the
- *   daemon takes charge of a bus before it joins the first client: it
- *   gives the master (address 0, which never receives multicasts) one
- *   rule, which matches nothing it could ever be sent.  When that fails
+ * - nfdbus filters the multicasts of a bus only once its master took
+ *   charge of it; until then every client would get every signal.  So
+ *   the daemon takes charge of a bus before it joins the first client,
+ *   setting its flags (NFDBUS_CMD_SET_BUS) to NFDBUS_BUS_CHECK_SENDER:
+ *   the kernel then also refuses (EPERM) any message a client sends to
+ *   another client, or multicasts, whose SENDER is not the client's
+ *   unique name, as the daemon names AF_BUS clients (":0.<hex address>"),
+ *   so no client can pose as another or as the daemon.  When that fails
  *   (no nfdbus in the kernel, or no permission), clients cannot join:
  *   their Hello fails, rather than their signals going to everybody.
  *
@@ -65,11 +68,8 @@
 
 #ifdef DBUS_HAVE_AFBUS
 
+#include <linux/netfilter/nfdbus.h>
 #include "libnfdbus.h"
-
-#define MANAGED_RULE \
-  "type='signal',path='" DBUS_PATH_DBUS "',interface='" DBUS_INTERFACE_AFBUS \
-  "',member='Managed'"
 
 /* The netlink socket, opened on first use. */
 static struct nfdbus *nfdbus = NULL;
@@ -174,17 +174,17 @@ bus_afbus_match_manage (DBusConnection *connection,
   if (!open_nfdbus (error))
     goto failed;
 
-  err = nfdbus_add_match (nfdbus, &bus, DBUS_AFBUS_MASTER, MANAGED_RULE, NULL);
+  err = nfdbus_set_bus_flags (nfdbus, &bus, NFDBUS_BUS_CHECK_SENDER);
   if (err < 0)
     {
       set_nfdbus_error (error, -err,
-                        "Cannot filter the bus's signals by match rules in the kernel");
+                        "Cannot make the kernel filter the bus's signals and check their senders");
       goto failed;
     }
 
   if (!_dbus_list_append (&managed_buses, copy))
     {
-      /* The rule stays, harmless: we try again with the next client. */
+      /* The flags stay, harmless: we try again with the next client. */
       BUS_SET_OOM (error);
       goto failed;
     }

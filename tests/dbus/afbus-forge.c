@@ -2,8 +2,10 @@
 /*
  * Sends a D-Bus method call straight to another AF_BUS client through
  * the kernel, bypassing libdbus' own sending, with a SENDER header of
- * our choice: the receiving libdbus must drop a message whose SENDER is
- * not the unique name of the address the kernel reports for it.
+ * our choice.  On a bus where the daemon has nfdbus check senders the
+ * kernel refuses a false SENDER (sendto fails with EPERM); otherwise the
+ * receiving libdbus must drop a message whose SENDER is not the unique
+ * name of the address the kernel reports for it.
  *
  * Usage: afbus-forge DEST-UNIQUE-NAME METHOD [SENDER]
  * Calls com.example.Echo.METHOD on DEST (no reply expected), with

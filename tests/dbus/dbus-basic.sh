@@ -84,18 +84,34 @@ out=$(timeout 20 dbus-send --session --print-reply --dest=com.example.Nobody / \
 expect_match "a name without owner gives ServiceUnknown/NameHasNoOwner" \
 	'ServiceUnknown|NameHasNoOwner' "$out"
 
-# A peer cannot pose as the daemon or as another client: a message
-# whose SENDER is not the name of its kernel-given source is dropped.
+# A peer cannot pose as the daemon or as another client.  The daemon
+# has the kernel (nfdbus, NFDBUS_BUS_CHECK_SENDER) refuse a message whose
+# SENDER is not the sender's unique name; and the receiving libdbus
+# drops one whose SENDER is not the name of its kernel-given source.
 afbus-echo-service com.example.Victim >/tmp/victim.out 2>&1 &
 victim_pid=$!
 check "the victim service gets its name" wait_for_name com.example.Victim
 victim=$(sed -n 's/^ready //p' /tmp/victim.out)
+expect_eq "the daemon has the kernel check senders on its bus" \
+	check-sender "$(nfdbus-ctl bus "$path" 2>&1)"
+forged0=$(nfdbus-ctl stats | sed -n 's/^forged //p')
 out=$(afbus-forge "$victim" Quit org.freedesktop.DBus 2>&1)
-expect_match "a Quit posing as the daemon goes out through the kernel" '^sent [0-9]+ bytes' "$out"
+expect_match "a Quit posing as the daemon is refused by the kernel (EPERM)" \
+	'sendto: Operation not permitted' "$out"
+out=$(afbus-forge "$victim" Quit "$svc" 2>&1)
+expect_match "... and one posing as another client" \
+	'sendto: Operation not permitted' "$out"
+expect_eq "... both counted as forged" \
+	$((forged0 + 2)) "$(nfdbus-ctl stats | sed -n 's/^forged //p')"
+# Without the kernel's check, the victim's libdbus still drops them.
+nfdbus-ctl bus "$path" none
+out=$(afbus-forge "$victim" Quit org.freedesktop.DBus 2>&1)
+expect_match "without the kernel's check a forged Quit goes out" '^sent [0-9]+ bytes' "$out"
 afbus-forge "$victim" Quit "$svc" >/dev/null 2>&1
+nfdbus-ctl bus "$path" check-sender
 out=$(timeout 20 dbus-send --session --print-reply --dest="$victim" / \
 	com.example.Echo.Whoami 2>&1)
-expect_match "... and one posing as another client: both dropped, the victim lives" \
+expect_match "... and the victim's libdbus drops both: it lives" \
 	"string \"$victim\"" "$out"
 out=$(afbus-forge "$victim" Quit 2>&1)
 i=0

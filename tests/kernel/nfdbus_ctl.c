@@ -4,11 +4,13 @@
  * "The netlink interface" and "Errors"), through libnfdbus: adding,
  * removing (RemoveMatch semantics), flushing and dumping rules, malformed
  * rules, the per-peer caps, permissions, and rules going away with their
- * peer and their bus.
+ * peer and their bus; the flags of a bus (NFDBUS_CMD_SET_BUS, GET_BUS).
  */
 #include "nfdbus_test.h"
 
 #include <sys/wait.h>
+
+#include <libmnl/libmnl.h>
 
 FIXTURE(ctl) {
 	struct nfd_bus b;
@@ -184,6 +186,73 @@ TEST_F(ctl, unknown_and_non_dbus_bus)
 	ASSERT_EQ(-EINVAL, nfdbus_add_match(self->b.h, &nb, 1, "", NULL));
 }
 
+/* The flags of the bus, which must be readable. */
+static uint32_t bus_flags(struct __test_metadata *_metadata, struct nfd_bus *b)
+{
+	uint32_t flags = 0xdead;
+
+	ASSERT_OK(nfdbus_get_bus_flags(b->h, &b->nb, &flags));
+	return flags;
+}
+
+/* A request of cmd for the test's bus with extra attributes (libmnl). */
+static int raw_bus_request(struct nfd_bus *b, uint8_t cmd, bool with_flags,
+			   uint32_t flags, int extra_type)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE] __attribute__((aligned(8)));
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+
+	mnl_attr_put(nlh, NFDBUS_A_BUS_PATH, b->nb.len, b->nb.path);
+	if (with_flags)
+		mnl_attr_put_u32(nlh, NFDBUS_A_BUS_FLAGS, flags);
+	if (extra_type)
+		mnl_attr_put_u32(nlh, extra_type, 0);
+	return nfdbus_request_raw(b->h, cmd, 0, mnl_nlmsg_get_payload(nlh),
+				  nlh->nlmsg_len - MNL_NLMSG_HDRLEN);
+}
+
+TEST_F(ctl, bus_flags)
+{
+	struct bus_name other = bus_name_abstract();
+	struct nfdbus_bus nb = nfd_name(&other);
+	struct nfd_bus *b = &self->b;
+	uint32_t flags;
+	int m;
+
+	/* a bus nfdbus does not manage has none */
+	ASSERT_EQ(0, bus_flags(_metadata, b));
+	ASSERT_OK(nfdbus_set_bus_flags(b->h, &b->nb, NFDBUS_BUS_CHECK_SENDER));
+	ASSERT_EQ(NFDBUS_BUS_CHECK_SENDER, bus_flags(_metadata, b));
+	/* flags are replaced, not added */
+	ASSERT_OK(nfdbus_set_bus_flags(b->h, &b->nb, 0));
+	ASSERT_EQ(0, bus_flags(_metadata, b));
+	ASSERT_OK(nfdbus_set_bus_flags(b->h, &b->nb, NFDBUS_BUS_CHECK_SENDER));
+
+	/* unknown flags, a missing or unknown attribute: EINVAL, no change */
+	ASSERT_EQ(-EINVAL, nfdbus_set_bus_flags(b->h, &b->nb, 1U << 1));
+	ASSERT_EQ(-EINVAL, nfdbus_set_bus_flags(b->h, &b->nb, ~0U));
+	ASSERT_EQ(-EINVAL, raw_bus_request(b, NFDBUS_CMD_SET_BUS, false, 0, 0));
+	ASSERT_EQ(-EINVAL, raw_bus_request(b, NFDBUS_CMD_SET_BUS, true, 0,
+					   NFDBUS_A_BUS_FLAGS + 1));
+	ASSERT_EQ(-EINVAL, raw_bus_request(b, NFDBUS_CMD_GET_BUS, false, 0,
+					   NFDBUS_A_BUS_FLAGS + 1));
+	ASSERT_EQ(NFDBUS_BUS_CHECK_SENDER, bus_flags(_metadata, b));
+	/* the reply to GET_BUS is one message */
+	ASSERT_EQ(1, raw_bus_request(b, NFDBUS_CMD_GET_BUS, false, 0, 0));
+
+	/* setting the flags does not touch the rules */
+	NFD_ADD(b, 1, "member='A'", 0);
+	ASSERT_OK(nfdbus_set_bus_flags(b->h, &b->nb, 0));
+	ASSERT_EQ(1, count_rules(_metadata, b, 1));
+
+	ASSERT_EQ(-ENOENT, nfdbus_set_bus_flags(b->h, &nb, 0));
+	ASSERT_EQ(-ENOENT, nfdbus_get_bus_flags(b->h, &nb, &flags));
+	m = bus_master(_metadata, &other);
+	ASSERT_EQ(-EPROTONOSUPPORT, nfdbus_set_bus_flags(b->h, &nb, 0));
+	ASSERT_EQ(-EPROTONOSUPPORT, nfdbus_get_bus_flags(b->h, &nb, &flags));
+	close(m);
+}
+
 /* Run fn in a child with the given uid (all capabilities dropped). */
 static int as_uid(uid_t uid, int (*fn)(struct nfd_bus *), struct nfd_bus *b)
 {
@@ -205,6 +274,7 @@ static int stranger(struct nfd_bus *b)
 {
 	struct nfdbus_stats st;
 	struct nfdbus *h = nfdbus_open();
+	uint32_t flags;
 	int bad = 0;
 
 	if (!h)
@@ -216,6 +286,8 @@ static int stranger(struct nfd_bus *b)
 	bad |= (nfdbus_list(h, &b->nb, NULL, NULL, NULL) != -EPERM) << 3;
 	/* the counters are for anybody */
 	bad |= (nfdbus_get_stats(h, &st) != 0) << 4;
+	bad |= (nfdbus_set_bus_flags(h, &b->nb, 0) != -EPERM) << 5;
+	bad |= (nfdbus_get_bus_flags(h, &b->nb, &flags) != -EPERM) << 6;
 	nfdbus_close(h);
 	return bad;
 }
@@ -223,8 +295,11 @@ static int stranger(struct nfd_bus *b)
 TEST_F(ctl, permissions)
 {
 	NFD_ADD(&self->b, 1, "member='A'", 0);
+	ASSERT_OK(nfdbus_set_bus_flags(self->b.h, &self->b.nb,
+				       NFDBUS_BUS_CHECK_SENDER));
 	ASSERT_EQ(0, as_uid(65534, stranger, &self->b));
 	ASSERT_EQ(1, count_rules(_metadata, &self->b, 1));
+	ASSERT_EQ(NFDBUS_BUS_CHECK_SENDER, bus_flags(_metadata, &self->b));
 }
 
 /* A master of uid 1000: that uid may manage its rules, others not. */
@@ -234,6 +309,7 @@ static int unprivileged_master(struct nfd_bus *unused)
 	struct bus_name bus = bus_name_abstract();
 	struct nfdbus_bus nb = nfd_name(&bus);
 	struct nfdbus *h;
+	uint32_t flags;
 	int m, bad = 0;
 
 	(void)unused;
@@ -253,6 +329,9 @@ static int unprivileged_master(struct nfd_bus *unused)
 	bad |= nfdbus_add_match(h, &nb, 1, "member='A'", NULL) != 0;
 	bad |= (nfdbus_list(h, &nb, NULL, NULL, NULL) != 1) << 1;
 	bad |= (nfdbus_remove_match(h, &nb, 1, "member='A'") != 0) << 2;
+	bad |= (nfdbus_set_bus_flags(h, &nb, NFDBUS_BUS_CHECK_SENDER) != 0) << 3;
+	bad |= (nfdbus_get_bus_flags(h, &nb, &flags) != 0 ||
+		flags != NFDBUS_BUS_CHECK_SENDER) << 4;
 	nfdbus_close(h);
 	close(p.afd);
 	close(p.cfd);
@@ -329,6 +408,23 @@ TEST_F(ctl, nfdbus_ctl_tool)
 		 name, (unsigned long long)self->b.p[1].addr);
 	ASSERT_EQ(0, system(cmd));
 	ASSERT_EQ(0, count_rules(_metadata, &self->b, 1));
+
+	/* the flags of the bus */
+	snprintf(cmd, sizeof(cmd), "nfdbus-ctl bus @%s check-sender", name);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_EQ(NFDBUS_BUS_CHECK_SENDER, bus_flags(_metadata, &self->b));
+	snprintf(cmd, sizeof(cmd), "nfdbus-ctl bus @%s", name);
+	f = popen(cmd, "r");
+	ASSERT_NE(NULL, f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	ASSERT_EQ(0, pclose(f));
+	ASSERT_STREQ("check-sender\n", out);
+	snprintf(cmd, sizeof(cmd), "nfdbus-ctl bus @%s bogus 2>/dev/null", name);
+	ASSERT_EQ(2, WEXITSTATUS(system(cmd)));
+	snprintf(cmd, sizeof(cmd), "nfdbus-ctl bus @%s none", name);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_EQ(0, bus_flags(_metadata, &self->b));
 }
 
 TEST_HARNESS_MAIN
