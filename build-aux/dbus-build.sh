@@ -145,6 +145,8 @@ sync_new_sources() {
 	mkdir -p "$DBUS_OBJ/afbus-include/linux"
 	rsync -c "$DBUS_NEW"/dbus-*.[ch] "$DBUS_SRC/dbus/"
 	rsync -c "$DBUS_NEW"/bus-*.[ch] "$DBUS_SRC/bus/"
+	# policy/: the bus policy of AF_BUS clients in the kernel
+	rsync -c "$AFBUS_TOP"/policy/bus-*.[ch] "$DBUS_SRC/bus/"
 	[ -f "$KERNEL_HDR/include/linux/bus.h" ] ||
 		die "$KERNEL_HDR/include/linux/bus.h is missing; build the kernel first"
 	rsync -c "$KERNEL_HDR/include/linux/bus.h" "$DBUS_OBJ/afbus-include/linux/bus.h"

@@ -365,6 +365,9 @@ static int nfdbus_stats_cb(const struct nlmsghdr *nlh, void *data)
 			case NFDBUS_STAT_FORGED:
 				stats->forged = mnl_attr_get_u64(attr);
 				break;
+			case NFDBUS_STAT_DENIED:
+				stats->denied = mnl_attr_get_u64(attr);
+				break;
 			default:	/* newer counters */
 				break;
 			}
@@ -414,6 +417,217 @@ int nfdbus_get_bus_flags(struct nfdbus *h, const struct nfdbus_bus *bus,
 	return nfdbus_talk(h, nfdbus_request(h, NFDBUS_CMD_GET_BUS, NLM_F_ACK,
 					     bus, NULL),
 			   nfdbus_bus_flags_cb, flags);
+}
+
+/* Room a rule takes in a request, at most. */
+static size_t nfdbus_policy_rule_size(const struct nfdbus_policy_rule *r)
+{
+	const char *strs[] = { r->path, r->interface, r->member, r->error };
+	size_t size = MNL_ATTR_HDRLEN + 4 * MNL_ALIGN(MNL_ATTR_HDRLEN + 4) +
+		      MNL_ALIGN(MNL_ATTR_HDRLEN + 8);
+	unsigned int i;
+
+	for (i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		if (strs[i])
+			size += MNL_ALIGN(MNL_ATTR_HDRLEN + strlen(strs[i]) + 1);
+	return size;
+}
+
+static void nfdbus_put_policy_rule(struct nlmsghdr *nlh,
+				   const struct nfdbus_policy_rule *r)
+{
+	struct nlattr *nest = mnl_attr_nest_start(nlh, NFDBUS_A_POLICY_RULE);
+
+	mnl_attr_put_u8(nlh, NFDBUS_POLICY_A_DIRECTION, r->direction);
+	mnl_attr_put_u8(nlh, NFDBUS_POLICY_A_ALLOW, r->allow);
+	if (r->type)
+		mnl_attr_put_u8(nlh, NFDBUS_POLICY_A_TYPE, r->type);
+	if (r->flags)
+		mnl_attr_put_u32(nlh, NFDBUS_POLICY_A_FLAGS, r->flags);
+	if (r->path)
+		mnl_attr_put_strz(nlh, NFDBUS_POLICY_A_PATH, r->path);
+	if (r->interface)
+		mnl_attr_put_strz(nlh, NFDBUS_POLICY_A_INTERFACE, r->interface);
+	if (r->member)
+		mnl_attr_put_strz(nlh, NFDBUS_POLICY_A_MEMBER, r->member);
+	if (r->error)
+		mnl_attr_put_strz(nlh, NFDBUS_POLICY_A_ERROR, r->error);
+	if (r->has_addr)
+		mnl_attr_put_u64(nlh, NFDBUS_POLICY_A_PEER_ADDR, r->addr);
+	mnl_attr_nest_end(nlh, nest);
+}
+
+int nfdbus_set_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
+		      uint32_t id, const struct nfdbus_policy_rule *rules,
+		      size_t n)
+{
+	struct nlattr *list;
+	struct nlmsghdr *nlh;
+	size_t size, i;
+	void *buf;
+	int err;
+
+	size = MNL_NLMSG_HDRLEN + MNL_ALIGN(sizeof(struct genlmsghdr)) +
+	       MNL_ALIGN(MNL_ATTR_HDRLEN + sizeof(bus->path)) +
+	       2 * MNL_ALIGN(MNL_ATTR_HDRLEN + 4);
+	for (i = 0; i < n; i++)
+		size += nfdbus_policy_rule_size(&rules[i]);
+	buf = calloc(1, size);
+	if (!buf)
+		return -ENOMEM;
+	nlh = nfdbus_msg_in(h, buf, h->family, NFDBUS_GENL_VERSION,
+			    NFDBUS_CMD_SET_POLICY, NLM_F_ACK);
+	mnl_attr_put(nlh, NFDBUS_A_BUS_PATH, bus->len, bus->path);
+	mnl_attr_put_u32(nlh, NFDBUS_A_POLICY_ID, id);
+	list = mnl_attr_nest_start(nlh, NFDBUS_A_POLICY_RULES);
+	for (i = 0; i < n; i++)
+		nfdbus_put_policy_rule(nlh, &rules[i]);
+	mnl_attr_nest_end(nlh, list);
+	err = nfdbus_talk(h, nlh, NULL, NULL);
+	free(buf);
+	return err;
+}
+
+int nfdbus_del_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
+		      uint32_t id)
+{
+	struct nlmsghdr *nlh;
+
+	nlh = nfdbus_request(h, NFDBUS_CMD_DEL_POLICY, NLM_F_ACK, bus, NULL);
+	mnl_attr_put_u32(nlh, NFDBUS_A_POLICY_ID, id);
+	return nfdbus_talk(h, nlh, NULL, NULL);
+}
+
+int nfdbus_set_peer_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
+			   uint64_t peer, uint32_t id)
+{
+	struct nlmsghdr *nlh;
+
+	nlh = nfdbus_request(h, NFDBUS_CMD_SET_PEER_POLICY, NLM_F_ACK, bus,
+			     &peer);
+	if (id)
+		mnl_attr_put_u32(nlh, NFDBUS_A_POLICY_ID, id);
+	return nfdbus_talk(h, nlh, NULL, NULL);
+}
+
+/* The reply to NFDBUS_CMD_GET_POLICY: id, nrules, refs. */
+struct nfdbus_policy_info {
+	uint32_t	v[3];
+	int		have_id;
+};
+
+static int nfdbus_policy_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct nfdbus_policy_info *pi = data;
+	struct nlattr *attr;
+
+	mnl_attr_for_each(attr, nlh, sizeof(struct genlmsghdr)) {
+		if (mnl_attr_validate(attr, MNL_TYPE_U32) < 0)
+			continue;
+		switch (mnl_attr_get_type(attr)) {
+		case NFDBUS_A_POLICY_ID:
+			pi->v[0] = mnl_attr_get_u32(attr);
+			pi->have_id = 1;
+			break;
+		case NFDBUS_A_POLICY_NRULES:
+			pi->v[1] = mnl_attr_get_u32(attr);
+			break;
+		case NFDBUS_A_POLICY_REFS:
+			pi->v[2] = mnl_attr_get_u32(attr);
+			break;
+		default:	/* newer attributes */
+			break;
+		}
+	}
+	if (!pi->have_id) {
+		errno = EPROTO;
+		return MNL_CB_ERROR;
+	}
+	return MNL_CB_OK;
+}
+
+int nfdbus_get_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
+		      uint32_t id, uint32_t *nrules, uint32_t *refs)
+{
+	struct nfdbus_policy_info pi = { { 0 }, 0 };
+	struct nlmsghdr *nlh;
+	int err;
+
+	nlh = nfdbus_request(h, NFDBUS_CMD_GET_POLICY, NLM_F_ACK, bus, NULL);
+	mnl_attr_put_u32(nlh, NFDBUS_A_POLICY_ID, id);
+	err = nfdbus_talk(h, nlh, nfdbus_policy_cb, &pi);
+	*nrules = pi.v[1];
+	*refs = pi.v[2];
+	return err;
+}
+
+int nfdbus_get_peer_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
+			   uint64_t peer, uint32_t *id)
+{
+	struct nfdbus_policy_info pi = { { 0 }, 0 };
+	int err;
+
+	err = nfdbus_talk(h, nfdbus_request(h, NFDBUS_CMD_GET_POLICY,
+					    NLM_F_ACK, bus, &peer),
+			  nfdbus_policy_cb, &pi);
+	*id = pi.v[0];
+	return err;
+}
+
+int nfdbus_policy_rule_parse(struct nfdbus_policy_rule *rule, char *text)
+{
+	static const char *const types[] = {
+		"", "method_call", "method_return", "error", "signal",
+	};
+	char *word, *save = NULL, *val, *end;
+	int verdict = 0, direction = 0;
+	unsigned int t;
+
+	memset(rule, 0, sizeof(*rule));
+	for (word = strtok_r(text, ",", &save); word;
+	     word = strtok_r(NULL, ",", &save)) {
+		val = strchr(word, '=');
+		if (val)
+			*val++ = '\0';
+		if (!val && (!strcmp(word, "allow") || !strcmp(word, "deny"))) {
+			rule->allow = !strcmp(word, "allow");
+			verdict++;
+		} else if (!val && (!strcmp(word, "send") ||
+				    !strcmp(word, "receive"))) {
+			rule->direction = !strcmp(word, "send") ?
+					  NFDBUS_POLICY_SEND : NFDBUS_POLICY_RECEIVE;
+			direction++;
+		} else if (!val && !strcmp(word, "broadcast")) {
+			rule->flags |= NFDBUS_POLICY_F_BROADCAST;
+		} else if (!val && !strcmp(word, "not-broadcast")) {
+			rule->flags |= NFDBUS_POLICY_F_NOT_BROADCAST;
+		} else if (!val && !strcmp(word, "not-replies")) {
+			rule->flags |= NFDBUS_POLICY_F_NOT_REPLIES;
+		} else if (val && !strcmp(word, "type")) {
+			for (t = 1; t < sizeof(types) / sizeof(types[0]); t++)
+				if (!strcmp(val, types[t]))
+					rule->type = t;
+			if (!rule->type)
+				return -EINVAL;
+		} else if (val && !strcmp(word, "path")) {
+			rule->path = val;
+		} else if (val && !strcmp(word, "interface")) {
+			rule->interface = val;
+		} else if (val && !strcmp(word, "member")) {
+			rule->member = val;
+		} else if (val && !strcmp(word, "error")) {
+			rule->error = val;
+		} else if (val && !strcmp(word, "addr")) {
+			errno = 0;
+			rule->addr = strtoull(val, &end, 0);
+			if (errno || !*val || *end || *val == '-')
+				return -EINVAL;
+			rule->has_addr = 1;
+		} else {
+			return -EINVAL;
+		}
+	}
+	return verdict == 1 && direction == 1 ? 0 : -EINVAL;
 }
 
 static int nfdbus_count_cb(const struct nlmsghdr *nlh, void *data)

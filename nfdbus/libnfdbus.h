@@ -30,6 +30,7 @@ struct nfdbus_stats {
 	uint64_t	oversized;
 	uint64_t	filtered;
 	uint64_t	forged;
+	uint64_t	denied;
 };
 
 /* One rule of a dump. */
@@ -76,6 +77,44 @@ int nfdbus_set_bus_flags(struct nfdbus *h, const struct nfdbus_bus *bus,
 			 uint32_t flags);
 int nfdbus_get_bus_flags(struct nfdbus *h, const struct nfdbus_bus *bus,
 			 uint32_t *flags);
+
+/* One rule of a policy (NFDBUS_POLICY_A_*); strings are NULL when absent. */
+struct nfdbus_policy_rule {
+	uint8_t		direction;	/* NFDBUS_POLICY_SEND or _RECEIVE */
+	uint8_t		allow;		/* 1 allow, 0 deny */
+	uint8_t		type;		/* D-Bus message type, 0 for any */
+	uint32_t	flags;		/* NFDBUS_POLICY_F_* */
+	const char	*path;
+	const char	*interface;
+	const char	*member;
+	const char	*error;
+	int		has_addr;
+	uint64_t	addr;		/* recipient's (send), sender's (receive) */
+};
+
+/* Create policy id of the bus, or replace its rules, with the n rules. */
+int nfdbus_set_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
+		      uint32_t id, const struct nfdbus_policy_rule *rules,
+		      size_t n);
+int nfdbus_del_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
+		      uint32_t id);
+/* Make peer use policy id; 0 for none. */
+int nfdbus_set_peer_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
+			   uint64_t peer, uint32_t id);
+/* How many rules policy id has, and how many peers use it. */
+int nfdbus_get_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
+		      uint32_t id, uint32_t *nrules, uint32_t *refs);
+/* The policy peer uses, 0 for none. */
+int nfdbus_get_peer_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
+			   uint64_t peer, uint32_t *id);
+/*
+ * Parse the text form of a policy rule, comma-separated words: "allow" or
+ * "deny", "send" or "receive", then any of type=TYPE (method_call,
+ * method_return, error, signal), path=, interface=, member=, error=,
+ * addr=ADDRESS, broadcast, not-broadcast, not-replies. The strings point
+ * into text, which is changed. Returns 0 or -EINVAL.
+ */
+int nfdbus_policy_rule_parse(struct nfdbus_policy_rule *rule, char *text);
 
 /*
  * For tests that send what the functions above cannot (fuzzers): a

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: AFL-2.1 OR GPL-2.0-or-later
 /*
  * nfdbus-ctl: add, remove, flush and list the D-Bus match rules that the
- * nfdbus kernel module applies to the multicasts of AF_BUS buses, and
- * show its counters.
+ * nfdbus kernel module applies to the multicasts of AF_BUS buses, set the
+ * flags and the policies of buses, and show its counters.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,10 +23,18 @@ static void usage(FILE *f)
 		"       nfdbus-ctl list BUS [PEER]\n"
 		"       nfdbus-ctl stats\n"
 		"       nfdbus-ctl bus BUS [FLAG...]\n"
+		"       nfdbus-ctl policy BUS ID [RULE...]\n"
+		"       nfdbus-ctl policy-del BUS ID\n"
+		"       nfdbus-ctl policy-info BUS ID\n"
+		"       nfdbus-ctl peer-policy BUS PEER [ID]\n"
 		"BUS is a bus path, or @name for an abstract bus name; PEER and\n"
 		"SENDER-ADDR are AF_BUS addresses (decimal, or 0x hexadecimal).\n"
 		"bus BUS prints the flags of the bus; bus BUS FLAG... sets them\n"
-		"(FLAG: check-sender, or none).\n");
+		"(FLAG: check-sender, policy, or none).\n"
+		"policy sets the rules of policy ID (a number, not 0); a RULE is\n"
+		"allow|deny,send|receive[,type=T][,path=P][,interface=I][,member=M]\n"
+		"[,error=E][,addr=A][,broadcast|,not-broadcast][,not-replies].\n"
+		"peer-policy prints the policy PEER uses, or makes it use ID (0: none).\n");
 }
 
 static int parse_u64(const char *s, uint64_t *v)
@@ -51,12 +59,49 @@ static int parse_flags(int n, char **args, uint32_t *flags)
 	for (i = 0; i < n; i++) {
 		if (!strcmp(args[i], "check-sender")) {
 			*flags |= NFDBUS_BUS_CHECK_SENDER;
+		} else if (!strcmp(args[i], "policy")) {
+			*flags |= NFDBUS_BUS_POLICY;
 		} else if (strcmp(args[i], "none")) {
 			fprintf(stderr, "nfdbus-ctl: unknown flag: %s\n", args[i]);
 			return -1;
 		}
 	}
 	return 0;
+}
+
+static int parse_u32(const char *s, uint32_t *v)
+{
+	uint64_t u;
+
+	if (parse_u64(s, &u))
+		return -1;
+	if (u > UINT32_MAX) {
+		fprintf(stderr, "nfdbus-ctl: out of range: %s\n", s);
+		return -1;
+	}
+	*v = u;
+	return 0;
+}
+
+/* nfdbus-ctl policy BUS ID RULE... */
+static int set_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
+		      uint32_t id, int n, char **args)
+{
+	struct nfdbus_policy_rule *rules = calloc(n ? n : 1, sizeof(*rules));
+	int i, err;
+
+	if (!rules)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (nfdbus_policy_rule_parse(&rules[i], args[i])) {
+			fprintf(stderr, "nfdbus-ctl: bad policy rule %d\n", i + 1);
+			free(rules);
+			return -EINVAL;
+		}
+	}
+	err = nfdbus_set_policy(h, bus, id, rules, n);
+	free(rules);
+	return err;
 }
 
 static int print_rule(const struct nfdbus_rule_info *info, void *data)
@@ -74,7 +119,7 @@ int main(int argc, char **argv)
 	struct nfdbus_stats st;
 	struct nfdbus_bus bus;
 	uint64_t peer, sender;
-	uint32_t flags;
+	uint32_t flags, id, nrules, refs;
 	const char *cmd;
 	struct nfdbus *h;
 	int err = -EINVAL;
@@ -96,9 +141,15 @@ int main(int argc, char **argv)
 		if (!strcmp(cmd, "bus")) {
 			if (parse_flags(argc - 3, argv + 3, &flags))
 				return 2;
+		} else if (!strncmp(cmd, "policy", 6)) {
+			if (argc > 3 && parse_u32(argv[3], &id))
+				return 2;
 		} else if (argc > 3 && parse_u64(argv[3], &peer)) {
 			return 2;
 		}
+		if (!strcmp(cmd, "peer-policy") && argc == 5 &&
+		    parse_u32(argv[4], &id))
+			return 2;
 	}
 
 	h = nfdbus_open();
@@ -128,16 +179,34 @@ int main(int argc, char **argv)
 		if (!err)
 			printf("parsed %" PRIu64 "\nmalformed %" PRIu64
 			       "\noversized %" PRIu64 "\nfiltered %" PRIu64
-			       "\nforged %" PRIu64 "\n",
+			       "\nforged %" PRIu64 "\ndenied %" PRIu64 "\n",
 			       st.parsed, st.malformed, st.oversized,
-			       st.filtered, st.forged);
+			       st.filtered, st.forged, st.denied);
 	} else if (!strcmp(cmd, "bus") && argc > 3) {
 		err = nfdbus_set_bus_flags(h, &bus, flags);
 	} else if (!strcmp(cmd, "bus")) {
 		err = nfdbus_get_bus_flags(h, &bus, &flags);
 		if (!err)
-			printf("%s\n", flags & NFDBUS_BUS_CHECK_SENDER ?
-			       "check-sender" : "none");
+			printf("%s%s%s\n",
+			       flags & NFDBUS_BUS_CHECK_SENDER ? "check-sender" : "",
+			       flags == (NFDBUS_BUS_CHECK_SENDER | NFDBUS_BUS_POLICY) ?
+			       " " : "",
+			       flags & NFDBUS_BUS_POLICY ? "policy" :
+			       flags ? "" : "none");
+	} else if (!strcmp(cmd, "policy") && argc >= 4) {
+		err = set_policy(h, &bus, id, argc - 4, argv + 4);
+	} else if (!strcmp(cmd, "policy-del") && argc == 4) {
+		err = nfdbus_del_policy(h, &bus, id);
+	} else if (!strcmp(cmd, "policy-info") && argc == 4) {
+		err = nfdbus_get_policy(h, &bus, id, &nrules, &refs);
+		if (!err)
+			printf("rules %u\npeers %u\n", nrules, refs);
+	} else if (!strcmp(cmd, "peer-policy") && argc == 5) {
+		err = nfdbus_set_peer_policy(h, &bus, peer, id);
+	} else if (!strcmp(cmd, "peer-policy") && argc == 4) {
+		err = nfdbus_get_peer_policy(h, &bus, peer, &id);
+		if (!err)
+			printf("%u\n", id);
 	} else {
 		nfdbus_close(h);
 		goto usage;

@@ -54,7 +54,9 @@
  * - nfdbus filters the multicasts of a bus only once its master took
  *   charge of it; until then every client would get every signal.  So
  *   the daemon takes charge of a bus before it joins the first client,
- *   setting its flags (NFDBUS_CMD_SET_BUS) to NFDBUS_BUS_CHECK_SENDER:
+ *   setting its flags (NFDBUS_CMD_SET_BUS) to NFDBUS_BUS_CHECK_SENDER
+ *   and NFDBUS_BUS_POLICY (policy/bus-afbus-policy.c gives each client
+ *   its policy before it joins):
  *   the kernel then also refuses (EPERM) any message a client sends to
  *   another client, or multicasts, whose SENDER is not the client's
  *   unique name, as the daemon names AF_BUS clients (":0.<hex address>"),
@@ -76,10 +78,12 @@ static struct nfdbus *nfdbus = NULL;
 /* struct nfdbus_bus *: the buses whose multicasts nfdbus filters. */
 static DBusList *managed_buses = NULL;
 
-static dbus_bool_t
-set_nfdbus_error (DBusError  *error,
-                  int         err,
-                  const char *what)
+/* Sets @error from the errno of an nfdbus request (and the kernel's
+ * words for it); returns FALSE.  Also for policy/bus-afbus-policy.c. */
+dbus_bool_t
+bus_afbus_nfdbus_error (DBusError  *error,
+                        int         err,
+                        const char *what)
 {
   const char *detail = nfdbus != NULL ? nfdbus_error (nfdbus) : "";
 
@@ -90,7 +94,7 @@ set_nfdbus_error (DBusError  *error,
     }
 
   dbus_set_error (error,
-                  err == ENOSPC ? DBUS_ERROR_LIMITS_EXCEEDED :
+                  err == ENOSPC || err == E2BIG ? DBUS_ERROR_LIMITS_EXCEEDED :
                   err == EINVAL || err == EMSGSIZE ? DBUS_ERROR_MATCH_RULE_INVALID :
                   _dbus_error_from_errno (err),
                   "%s: %s%s%s", what, _dbus_strerror (err),
@@ -100,10 +104,10 @@ set_nfdbus_error (DBusError  *error,
 
 /* The bus of an AF_BUS connection and the client's address: FALSE if
  * the connection is not an AF_BUS one (or is gone). */
-static dbus_bool_t
-connection_bus (DBusConnection    *connection,
-                struct nfdbus_bus *bus,
-                dbus_uint64_t     *peer)
+dbus_bool_t
+bus_afbus_connection_bus (DBusConnection    *connection,
+                          struct nfdbus_bus *bus,
+                          dbus_uint64_t     *peer)
 {
   struct sockaddr_bus sa;
   socklen_t len = sizeof (sa);
@@ -123,17 +127,17 @@ connection_bus (DBusConnection    *connection,
   return TRUE;
 }
 
-static dbus_bool_t
-open_nfdbus (DBusError *error)
+/* The netlink socket to nfdbus, opened on first use; NULL with @error
+ * set when nfdbus cannot be reached.  Also for bus-afbus-policy.c. */
+struct nfdbus *
+bus_afbus_nfdbus (DBusError *error)
 {
-  if (nfdbus != NULL)
-    return TRUE;
-
-  nfdbus = nfdbus_open ();
   if (nfdbus == NULL)
-    return set_nfdbus_error (error, errno,
-                             "Cannot reach the kernel's D-Bus match rules (nfdbus)");
-  return TRUE;
+    nfdbus = nfdbus_open ();
+  if (nfdbus == NULL)
+    bus_afbus_nfdbus_error (error, errno,
+                            "Cannot reach the kernel's D-Bus match rules and policy (nfdbus)");
+  return nfdbus;
 }
 
 static dbus_bool_t
@@ -160,7 +164,7 @@ bus_afbus_match_manage (DBusConnection *connection,
   dbus_uint64_t peer;
   int err;
 
-  if (!connection_bus (connection, &bus, &peer) || bus_is_managed (&bus))
+  if (!bus_afbus_connection_bus (connection, &bus, &peer) || bus_is_managed (&bus))
     return TRUE;
 
   copy = dbus_new (struct nfdbus_bus, 1);
@@ -171,13 +175,14 @@ bus_afbus_match_manage (DBusConnection *connection,
     }
   *copy = bus;
 
-  if (!open_nfdbus (error))
+  if (bus_afbus_nfdbus (error) == NULL)
     goto failed;
 
-  err = nfdbus_set_bus_flags (nfdbus, &bus, NFDBUS_BUS_CHECK_SENDER);
+  err = nfdbus_set_bus_flags (nfdbus, &bus,
+                              NFDBUS_BUS_CHECK_SENDER | NFDBUS_BUS_POLICY);
   if (err < 0)
     {
-      set_nfdbus_error (error, -err,
+      bus_afbus_nfdbus_error (error, -err,
                         "Cannot make the kernel filter the bus's signals and check their senders");
       goto failed;
     }
@@ -243,13 +248,13 @@ bus_afbus_add_match (DBusConnection *connection,
   char *text;
   int err;
 
-  if (!connection_bus (connection, &bus, &peer))
+  if (!bus_afbus_connection_bus (connection, &bus, &peer))
     return TRUE;
 
   if (!kernel_rule (rule, &text, &sender_addr, &has_sender_addr, error))
     return !dbus_error_is_set (error);
 
-  if (!open_nfdbus (error))
+  if (bus_afbus_nfdbus (error) == NULL)
     {
       dbus_free (text);
       return FALSE;
@@ -258,7 +263,7 @@ bus_afbus_add_match (DBusConnection *connection,
   err = nfdbus_add_match (nfdbus, &bus, peer, text,
                           has_sender_addr ? &sender_addr : NULL);
   if (err < 0)
-    set_nfdbus_error (error, -err, "The kernel does not take the match rule");
+    bus_afbus_nfdbus_error (error, -err, "The kernel does not take the match rule");
   else
     _dbus_verbose ("nfdbus: %s for %s\n", text,
                    bus_connection_get_name (connection));
@@ -278,7 +283,7 @@ bus_afbus_remove_match (DBusConnection *connection,
   char *text;
   int err;
 
-  if (!connection_bus (connection, &bus, &peer) || nfdbus == NULL)
+  if (!bus_afbus_connection_bus (connection, &bus, &peer) || nfdbus == NULL)
     return;
 
   if (!kernel_rule (rule, &text, &sender_addr, &has_sender_addr, &error))

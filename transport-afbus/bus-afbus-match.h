@@ -25,6 +25,17 @@
 
 dbus_bool_t bus_afbus_match_manage (DBusConnection *connection,
                                     DBusError      *error);
+#ifdef DBUS_HAVE_AFBUS
+struct nfdbus;
+struct nfdbus_bus;
+struct nfdbus *bus_afbus_nfdbus         (DBusError         *error);
+dbus_bool_t    bus_afbus_nfdbus_error   (DBusError         *error,
+                                         int                err,
+                                         const char        *what);
+dbus_bool_t    bus_afbus_connection_bus (DBusConnection    *connection,
+                                         struct nfdbus_bus *bus,
+                                         dbus_uint64_t     *peer);
+#endif
 dbus_bool_t bus_afbus_add_match    (DBusConnection *connection,
                                     BusMatchRule   *rule,
                                     DBusError      *error);

@@ -19,6 +19,7 @@
 #include <config.h>
 #include "bus-afbus.h"
 #include "bus-afbus-match.h"
+#include "bus-afbus-policy.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -144,6 +145,11 @@ bus_afbus_join (DBusConnection *connection,
   /* Its peers' signals must be filtered by its match rules from the
    * moment it can receive them. */
   if (!bus_afbus_match_manage (connection, error))
+    return FALSE;
+
+  /* Its messages to its peers and theirs to it must be checked against
+   * the bus policy from the moment it can send and receive them. */
+  if (!bus_afbus_policy_join (connection, error))
     return FALSE;
 
   if (setsockopt (fd, SOL_BUS, BUS_JOIN_BUS, NULL, 0) < 0 && errno != EALREADY)

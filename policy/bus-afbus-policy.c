@@ -1,0 +1,408 @@
+/* -*- mode: C; c-file-style: "gnu"; indent-tabs-mode: nil; -*- */
+/* bus-afbus-policy.c  D-Bus policy for AF_BUS clients in the kernel (nfdbus)
+ *
+ * SPDX-License-Identifier: AFL-2.1 OR GPL-2.0-or-later
+ *
+ * Licensed under the Academic Free License version 2.1
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 2 of the License, or
+ * (at your option) any later version.
+ *
+ * This program is distributed in the hope that it will be useful,
+ * but WITHOUT ANY WARRANTY; without even the implied warranty of
+ * MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+ * GNU General Public License for more details.
+ */
+
+#include <config.h>
+#include "bus-afbus-policy.h"
+
+/*
+ * AF_BUS clients send to each other through the kernel, so the daemon
+ * cannot apply its <allow> and <deny> send and receive rules to those
+ * messages.  The kernel does, through nfdbus (the "Policy" section of
+ * Documentation/networking/nfdbus.rst in the kernel patches): the daemon
+ * gives it, for each AF_BUS client, the rules of the client's
+ * BusClientPolicy, which the daemon computes from the default, group,
+ * user, console and mandatory contexts of its configuration.
+ *
+ * - Clients whose BusClientPolicy has the same rules (the same rule
+ *   objects in the same order: same uid, groups and console state) share
+ *   one kernel policy, with an id of the daemon's choosing; a client is
+ *   given its policy before it joins the bus (bus_afbus_join()), and the
+ *   daemon has the kernel enforce policies on its buses from the start
+ *   (NFDBUS_BUS_POLICY, set with the bus's other flags when the daemon
+ *   takes charge of it), so a client never talks to its peers unchecked.
+ * - On ReloadConfig every client gets its new policy; the policies of the
+ *   old configuration are then deleted.
+ * - Names become addresses: send_destination and receive_sender naming
+ *   an AF_BUS unique name (":0.<hex>") its client's address, a
+ *   well-known name the name's AF_BUS address (allocated now if no
+ *   AF_BUS client owned it yet), so rules follow names from owner to
+ *   owner.  The kernel only knows the primary owner of a name, not the
+ *   queued ones.  A rule on another transport's unique name or on the
+ *   bus itself (org.freedesktop.DBus) never applies to messages between
+ *   AF_BUS clients, and is left out.
+ * - The kernel takes every reply as requested (it does not track calls):
+ *   a deny rule with send_requested_reply or receive_requested_reply
+ *   "false" gets NFDBUS_POLICY_F_NOT_REPLIES.  Receive rules that deny
+ *   only eavesdropping are left out: the kernel gives eavesdroppers (made
+ *   so by the daemon, for monitors) every message.
+ * - What the kernel cannot check (send_destination_prefix, the fd
+ *   counts) never makes it allow more: such an allow rule is left out,
+ *   and such a deny rule loses that condition, so it denies more.
+ * - own rules stay in the daemon, which handles RequestName.
+ *
+ * A denied method call fails with EPERM in the caller's kernel send,
+ * which its libdbus turns into an AccessDenied error; a denied signal is
+ * just not delivered.
+ */
+
+#include <errno.h>
+#include <string.h>
+#include <dbus/dbus-afbus.h>
+#include <dbus/dbus-hash.h>
+#include <dbus/dbus-list.h>
+#include <dbus/dbus-string.h>
+
+#include "bus-afbus.h"
+#include "bus-afbus-match.h"
+#include "connection.h"
+#include "policy.h"
+#include "utils.h"
+
+#ifdef DBUS_HAVE_AFBUS
+
+#include <linux/netfilter/nfdbus.h>
+#include "libnfdbus.h"
+
+/* The kernel policies of one bus: BusClientPolicy rules -> id. */
+typedef struct
+{
+  struct nfdbus_bus bus;
+  DBusHashTable *ids;           /* char * key -> policy id */
+  DBusHashTable *old_ids;       /* the previous configuration's, on reload */
+} PolicyBus;
+
+/* the netlink socket of bus-afbus-match.c */
+static struct nfdbus *nfdbus = NULL;
+static DBusList *policy_buses = NULL;
+static dbus_uint32_t next_policy_id = 1;
+
+static PolicyBus *
+policy_bus_get (const struct nfdbus_bus *bus)
+{
+  DBusList *link;
+  PolicyBus *pb;
+
+  for (link = _dbus_list_get_first_link (&policy_buses); link != NULL;
+       link = _dbus_list_get_next_link (&policy_buses, link))
+    {
+      pb = link->data;
+      if (pb->bus.len == bus->len && memcmp (pb->bus.path, bus->path, bus->len) == 0)
+        return pb;
+    }
+
+  pb = dbus_new0 (PolicyBus, 1);
+  if (pb == NULL)
+    return NULL;
+  pb->bus = *bus;
+  pb->ids = _dbus_hash_table_new (DBUS_HASH_STRING, dbus_free, NULL);
+  if (pb->ids == NULL || !_dbus_list_append (&policy_buses, pb))
+    {
+      if (pb->ids != NULL)
+        _dbus_hash_table_unref (pb->ids);
+      dbus_free (pb);
+      return NULL;
+    }
+  return pb;
+}
+
+/* The identity of a client policy: its send and receive rules. */
+static char *
+policy_key (BusClientPolicy *client)
+{
+  DBusList **rules = bus_client_policy_get_rules (client);
+  DBusList *link;
+  DBusString key;
+  char *ret = NULL;
+
+  if (!_dbus_string_init (&key))
+    return NULL;
+
+  for (link = _dbus_list_get_first_link (rules); link != NULL;
+       link = _dbus_list_get_next_link (rules, link))
+    {
+      BusPolicyRule *rule = link->data;
+
+      if ((rule->type == BUS_POLICY_RULE_SEND ||
+           rule->type == BUS_POLICY_RULE_RECEIVE) &&
+          !_dbus_string_append_printf (&key, "%p,", (void *) rule))
+        goto out;
+    }
+
+  _dbus_string_steal_data (&key, &ret);
+ out:
+  _dbus_string_free (&key);
+  return ret;
+}
+
+/* A name of a rule as an address: FALSE on OOM; *use FALSE when the rule
+ * cannot apply to messages between AF_BUS clients. */
+static dbus_bool_t
+name_to_addr (const char                *name,
+              struct nfdbus_policy_rule *out,
+              dbus_bool_t               *use)
+{
+  if (strcmp (name, DBUS_SERVICE_DBUS) == 0)
+    *use = FALSE;
+  else if (name[0] == ':')
+    *use = _dbus_afbus_addr_from_unique_name (name, &out->addr);
+  else if (!bus_afbus_name_addr (name, TRUE, &out->addr))
+    return FALSE;
+  out->has_addr = *use;
+  return TRUE;
+}
+
+/* The kernel form of a send or receive rule; *use FALSE to leave it
+ * out.  FALSE on OOM. */
+static dbus_bool_t
+translate_rule (BusPolicyRule             *rule,
+                struct nfdbus_policy_rule *out,
+                dbus_bool_t               *use)
+{
+  const char *name = NULL;
+  dbus_bool_t exact = TRUE, requested_reply;
+  unsigned int min_fds, max_fds;
+
+  memset (out, 0, sizeof (*out));
+  out->allow = rule->allow;
+  *use = TRUE;
+
+  if (rule->type == BUS_POLICY_RULE_SEND)
+    {
+      out->direction = NFDBUS_POLICY_SEND;
+      out->type = rule->d.send.message_type;
+      out->path = rule->d.send.path;
+      out->interface = rule->d.send.interface;
+      out->member = rule->d.send.member;
+      out->error = rule->d.send.error;
+      if (rule->d.send.broadcast == BUS_POLICY_TRISTATE_TRUE)
+        out->flags |= NFDBUS_POLICY_F_BROADCAST;
+      else if (rule->d.send.broadcast == BUS_POLICY_TRISTATE_FALSE)
+        out->flags |= NFDBUS_POLICY_F_NOT_BROADCAST;
+      requested_reply = rule->d.send.requested_reply;
+      min_fds = rule->d.send.min_fds;
+      max_fds = rule->d.send.max_fds;
+      name = rule->d.send.destination;
+      if (name != NULL && rule->d.send.destination_is_prefix)
+        {
+          exact = FALSE;
+          name = NULL;
+        }
+    }
+  else if (rule->type == BUS_POLICY_RULE_RECEIVE)
+    {
+      /* denies eavesdropping only: eavesdroppers get everything */
+      if (!rule->allow && rule->d.receive.eavesdrop)
+        {
+          *use = FALSE;
+          return TRUE;
+        }
+      out->direction = NFDBUS_POLICY_RECEIVE;
+      out->type = rule->d.receive.message_type;
+      out->path = rule->d.receive.path;
+      out->interface = rule->d.receive.interface;
+      out->member = rule->d.receive.member;
+      out->error = rule->d.receive.error;
+      requested_reply = rule->d.receive.requested_reply;
+      min_fds = rule->d.receive.min_fds;
+      max_fds = rule->d.receive.max_fds;
+      name = rule->d.receive.origin;
+    }
+  else
+    {
+      *use = FALSE;
+      return TRUE;
+    }
+
+  /* every reply is a requested one for the kernel */
+  if (!rule->allow && !requested_reply)
+    out->flags |= NFDBUS_POLICY_F_NOT_REPLIES;
+  if (min_fds > 0 || max_fds < DBUS_MAXIMUM_MESSAGE_UNIX_FDS)
+    exact = FALSE;
+
+  if (name != NULL && !name_to_addr (name, out, use))
+    return FALSE;
+  /* never allow more than the daemon would */
+  if (!exact && rule->allow)
+    *use = FALSE;
+  return TRUE;
+}
+
+/* Give the kernel policy id of @pb the rules of @client. */
+static dbus_bool_t
+push_policy (PolicyBus       *pb,
+             BusClientPolicy *client,
+             dbus_uint32_t    id,
+             DBusError       *error)
+{
+  DBusList **rules = bus_client_policy_get_rules (client);
+  struct nfdbus_policy_rule *out;
+  DBusList *link;
+  size_t n = 0;
+  dbus_bool_t use;
+  int err;
+
+  out = dbus_new0 (struct nfdbus_policy_rule,
+                   _dbus_list_get_length (rules) + 1);
+  if (out == NULL)
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+
+  for (link = _dbus_list_get_first_link (rules); link != NULL;
+       link = _dbus_list_get_next_link (rules, link))
+    {
+      if (!translate_rule (link->data, &out[n], &use))
+        {
+          dbus_free (out);
+          BUS_SET_OOM (error);
+          return FALSE;
+        }
+      n += use;
+    }
+
+  err = nfdbus_set_policy (nfdbus, &pb->bus, id, out, n);
+  dbus_free (out);
+  if (err < 0)
+    return bus_afbus_nfdbus_error (error, -err,
+                             "The kernel does not take the bus policy");
+  _dbus_verbose ("AF_BUS policy %u: %lu kernel rules\n", id, (unsigned long) n);
+  return TRUE;
+}
+
+dbus_bool_t
+bus_afbus_policy_join (DBusConnection *connection,
+                       DBusError      *error)
+{
+  struct nfdbus_bus bus;
+  dbus_uint64_t peer;
+  PolicyBus *pb;
+  uintptr_t id;
+  char *key;
+  int err;
+
+  if (!bus_afbus_connection_bus (connection, &bus, &peer))
+    return TRUE;
+
+  nfdbus = bus_afbus_nfdbus (error);
+  if (nfdbus == NULL)
+    return FALSE;
+
+  pb = policy_bus_get (&bus);
+  key = pb != NULL ? policy_key (bus_connection_get_policy (connection)) : NULL;
+  if (key == NULL)
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+
+  id = (uintptr_t) _dbus_hash_table_lookup_string (pb->ids, key);
+  if (id == 0)
+    {
+      id = next_policy_id++;
+      if (!push_policy (pb, bus_connection_get_policy (connection), id, error))
+        {
+          dbus_free (key);
+          return FALSE;
+        }
+      if (!_dbus_hash_table_insert_string (pb->ids, key, (void *) id))
+        {
+          /* the kernel keeps it until the next reload */
+          dbus_free (key);
+          BUS_SET_OOM (error);
+          return FALSE;
+        }
+    }
+  else
+    {
+      dbus_free (key);
+    }
+
+  err = nfdbus_set_peer_policy (nfdbus, &pb->bus, peer, id);
+  if (err < 0)
+    return bus_afbus_nfdbus_error (error, -err,
+                             "Cannot give the client its bus policy in the kernel");
+  _dbus_verbose ("%s uses AF_BUS policy %lu\n",
+                 bus_connection_get_name (connection), (unsigned long) id);
+  return TRUE;
+}
+
+void
+bus_afbus_policy_reload_begin (void)
+{
+  DBusList *link;
+
+  for (link = _dbus_list_get_first_link (&policy_buses); link != NULL;
+       link = _dbus_list_get_next_link (&policy_buses, link))
+    {
+      PolicyBus *pb = link->data;
+      DBusHashTable *ids;
+
+      if (pb->old_ids != NULL)
+        continue;
+      ids = _dbus_hash_table_new (DBUS_HASH_STRING, dbus_free, NULL);
+      if (ids == NULL)
+        continue;       /* OOM: new policies join the old ones */
+      pb->old_ids = pb->ids;
+      pb->ids = ids;
+    }
+}
+
+void
+bus_afbus_policy_reload_end (void)
+{
+  DBusList *link;
+
+  for (link = _dbus_list_get_first_link (&policy_buses); link != NULL;
+       link = _dbus_list_get_next_link (&policy_buses, link))
+    {
+      PolicyBus *pb = link->data;
+      DBusHashIter iter;
+
+      if (pb->old_ids == NULL)
+        continue;
+      /* EBUSY: a client kept its old policy (reloading it failed) */
+      _dbus_hash_iter_init (pb->old_ids, &iter);
+      while (_dbus_hash_iter_next (&iter))
+        nfdbus_del_policy (nfdbus, &pb->bus,
+                           (uintptr_t) _dbus_hash_iter_get_value (&iter));
+      _dbus_hash_table_unref (pb->old_ids);
+      pb->old_ids = NULL;
+    }
+}
+
+#else /* !DBUS_HAVE_AFBUS */
+
+dbus_bool_t
+bus_afbus_policy_join (DBusConnection *connection,
+                       DBusError      *error)
+{
+  return TRUE;
+}
+
+void
+bus_afbus_policy_reload_begin (void)
+{
+}
+
+void
+bus_afbus_policy_reload_end (void)
+{
+}
+
+#endif /* DBUS_HAVE_AFBUS */
