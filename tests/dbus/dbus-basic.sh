@@ -92,8 +92,8 @@ afbus-echo-service com.example.Victim >/tmp/victim.out 2>&1 &
 victim_pid=$!
 check "the victim service gets its name" wait_for_name com.example.Victim
 victim=$(sed -n 's/^ready //p' /tmp/victim.out)
-expect_eq "the daemon has the kernel check senders on its bus" \
-	check-sender "$(nfdbus-ctl bus "$path" 2>&1)"
+expect_eq "the daemon has the kernel check senders (and apply the policy) on its bus" \
+	"check-sender policy" "$(nfdbus-ctl bus "$path" 2>&1)"
 forged0=$(nfdbus-ctl stats | sed -n 's/^forged //p')
 out=$(afbus-forge "$victim" Quit org.freedesktop.DBus 2>&1)
 expect_match "a Quit posing as the daemon is refused by the kernel (EPERM)" \
@@ -108,7 +108,7 @@ nfdbus-ctl bus "$path" none
 out=$(afbus-forge "$victim" Quit org.freedesktop.DBus 2>&1)
 expect_match "without the kernel's check a forged Quit goes out" '^sent [0-9]+ bytes' "$out"
 afbus-forge "$victim" Quit "$svc" >/dev/null 2>&1
-nfdbus-ctl bus "$path" check-sender
+nfdbus-ctl bus "$path" check-sender policy
 out=$(timeout 20 dbus-send --session --print-reply --dest="$victim" / \
 	com.example.Echo.Whoami 2>&1)
 expect_match "... and the victim's libdbus drops both: it lives" \

@@ -228,8 +228,11 @@ TEST_F(ctl, bus_flags)
 	ASSERT_EQ(0, bus_flags(_metadata, b));
 	ASSERT_OK(nfdbus_set_bus_flags(b->h, &b->nb, NFDBUS_BUS_CHECK_SENDER));
 
-	/* unknown flags, a missing or unknown attribute: EINVAL, no change */
-	ASSERT_EQ(-EINVAL, nfdbus_set_bus_flags(b->h, &b->nb, 1U << 1));
+	/* unknown flags (the first bit no flag has, all bits), a missing or
+	 * unknown attribute: EINVAL, no change
+	 */
+	ASSERT_EQ(-EINVAL, nfdbus_set_bus_flags(b->h, &b->nb,
+						 NFDBUS_BUS_FLAGS_ALL + 1));
 	ASSERT_EQ(-EINVAL, nfdbus_set_bus_flags(b->h, &b->nb, ~0U));
 	ASSERT_EQ(-EINVAL, raw_bus_request(b, NFDBUS_CMD_SET_BUS, false, 0, 0));
 	ASSERT_EQ(-EINVAL, raw_bus_request(b, NFDBUS_CMD_SET_BUS, true, 0,
