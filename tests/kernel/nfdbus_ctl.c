@@ -236,9 +236,9 @@ TEST_F(ctl, bus_flags)
 	ASSERT_EQ(-EINVAL, nfdbus_set_bus_flags(b->h, &b->nb, ~0U));
 	ASSERT_EQ(-EINVAL, raw_bus_request(b, NFDBUS_CMD_SET_BUS, false, 0, 0));
 	ASSERT_EQ(-EINVAL, raw_bus_request(b, NFDBUS_CMD_SET_BUS, true, 0,
-					   NFDBUS_A_BUS_FLAGS + 1));
+					   NFDBUS_A_MAX + 1));
 	ASSERT_EQ(-EINVAL, raw_bus_request(b, NFDBUS_CMD_GET_BUS, false, 0,
-					   NFDBUS_A_BUS_FLAGS + 1));
+					   NFDBUS_A_MAX + 1));
 	ASSERT_EQ(NFDBUS_BUS_CHECK_SENDER, bus_flags(_metadata, b));
 	/* the reply to GET_BUS is one message */
 	ASSERT_EQ(1, raw_bus_request(b, NFDBUS_CMD_GET_BUS, false, 0, 0));
@@ -428,6 +428,66 @@ TEST_F(ctl, nfdbus_ctl_tool)
 	snprintf(cmd, sizeof(cmd), "nfdbus-ctl bus @%s none", name);
 	ASSERT_EQ(0, system(cmd));
 	ASSERT_EQ(0, bus_flags(_metadata, &self->b));
+	snprintf(cmd, sizeof(cmd), "nfdbus-ctl bus @%s policy check-sender", name);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_EQ(NFDBUS_BUS_CHECK_SENDER | NFDBUS_BUS_POLICY,
+		  bus_flags(_metadata, &self->b));
+}
+
+/* The output of a command, which must exit 0. */
+static void run_out(struct __test_metadata *_metadata, const char *cmd,
+		    char *out, size_t size)
+{
+	FILE *f = popen(cmd, "r");
+	size_t n;
+
+	ASSERT_NE(NULL, f);
+	n = fread(out, 1, size - 1, f);
+	out[n] = '\0';
+	ASSERT_EQ(0, pclose(f)) TH_LOG("%s", cmd);
+}
+
+/* nfdbus-ctl's policy commands */
+TEST_F(ctl, nfdbus_ctl_policy)
+{
+	const char *name = self->b.bus.sa.sbus_path + 1;
+	unsigned long long a1 = self->b.p[1].addr;
+	uint32_t nrules, refs, id;
+	char cmd[512], out[256];
+
+	snprintf(cmd, sizeof(cmd),
+		 "nfdbus-ctl policy @%s 5 allow,send,type=method_call,path=/a,member=X "
+		 "deny,receive,addr=0x%llx,not-replies,interface=a.b", name, a1);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_OK(nfdbus_get_policy(self->b.h, &self->b.nb, 5, &nrules, &refs));
+	ASSERT_EQ(2, nrules);
+	ASSERT_EQ(0, refs);
+	snprintf(cmd, sizeof(cmd), "nfdbus-ctl peer-policy @%s 0x%llx 5", name, a1);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_OK(nfdbus_get_peer_policy(self->b.h, &self->b.nb, a1, &id));
+	ASSERT_EQ(5, id);
+	snprintf(cmd, sizeof(cmd), "nfdbus-ctl peer-policy @%s 0x%llx", name, a1);
+	run_out(_metadata, cmd, out, sizeof(out));
+	ASSERT_STREQ("5\n", out);
+	snprintf(cmd, sizeof(cmd), "nfdbus-ctl policy-info @%s 5", name);
+	run_out(_metadata, cmd, out, sizeof(out));
+	ASSERT_STREQ("rules 2\npeers 1\n", out);
+
+	/* a bad rule, a policy in use: exit status 1, nothing changes */
+	snprintf(cmd, sizeof(cmd),
+		 "nfdbus-ctl policy @%s 5 allow,sideways 2>/dev/null", name);
+	ASSERT_EQ(1, WEXITSTATUS(system(cmd)));
+	snprintf(cmd, sizeof(cmd), "nfdbus-ctl policy-del @%s 5 2>/dev/null", name);
+	ASSERT_EQ(1, WEXITSTATUS(system(cmd)));
+	ASSERT_OK(nfdbus_get_policy(self->b.h, &self->b.nb, 5, &nrules, &refs));
+	ASSERT_EQ(2, nrules);
+
+	snprintf(cmd, sizeof(cmd), "nfdbus-ctl peer-policy @%s 0x%llx 0", name, a1);
+	ASSERT_EQ(0, system(cmd));
+	snprintf(cmd, sizeof(cmd), "nfdbus-ctl policy-del @%s 5", name);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_EQ(-ENOENT, nfdbus_get_policy(self->b.h, &self->b.nb, 5, &nrules,
+					     &refs));
 }
 
 TEST_HARNESS_MAIN
