@@ -23,6 +23,9 @@
  * mutated at random, or broken in a way nfdbus must refuse.
  *
  * Besides the documented errno of every request, it checks:
+ * - a policy rule out of range is never accepted (policies are set,
+ *   given to peers, deleted and read, but a bus is never made to apply
+ *   them);
  * - a valid rule is never refused as invalid (EINVAL) or too long
  *   (EMSGSIZE) on a real bus, and a rule with bytes after its NUL is
  *   taken as the rule before the NUL;
@@ -868,6 +871,98 @@ plain:
 
 /* ---- the operation ---- */
 
+/*
+ * Policies (Documentation/networking/nfdbus.rst, "Policy"), without
+ * ever setting NFDBUS_BUS_POLICY, so that the valid D-Bus messages of
+ * the other operations still go through: set one (ids 1 to 8) with
+ * random rules, valid or with one value out of range (ERANGE) or both
+ * broadcast flags (EINVAL), which must never be accepted; give one to a
+ * peer; delete one (EBUSY while a peer uses it); read one.
+ */
+static void cmd_policy(struct thread_ctx *t, struct nfdbus *h,
+		       const struct nfdbus_bus *b, bool bogus, uint64_t peer)
+{
+	static const int ok_errs[] = { ENOENT, EPROTONOSUPPORT, ENOSPC, ENOMEM, 0 };
+	static const int ok_bogus_errs[] = { EINVAL, ENOENT, EPROTONOSUPPORT,
+					     ENOSPC, ENOMEM, LOOKUP_ERRS, 0 };
+	static const int bad_errs[] = { EINVAL, ERANGE, ENOENT, EPROTONOSUPPORT,
+					ENOMEM, LOOKUP_ERRS, 0 };
+	static const int del_errs[] = { ENOENT, EBUSY, EPROTONOSUPPORT, ENOMEM,
+					EINVAL, LOOKUP_ERRS, 0 };
+	struct nfdbus_policy_rule rules[6], *p;
+	char str[6][3][256];
+	struct rng *r = &t->r;
+	uint32_t id = 1 + below(r, 8), nrules, refs;
+	const int *errs = bogus ? ok_bogus_errs : ok_errs;
+	const char *what;
+	unsigned int n, i;
+	bool bad = false;
+	int ret;
+
+	switch (below(r, 4)) {
+	case 0:
+		what = "nfdbus set policy";
+		n = below(r, 7);
+		for (i = 0; i < n; i++) {
+			p = &rules[i];
+			memset(p, 0, sizeof(*p));
+			p->direction = 1 + below(r, 2);
+			p->allow = below(r, 2);
+			p->type = below(r, 5);
+			p->flags = chance(r, 50) ? 1U << below(r, 3) : 0;
+			if (chance(r, 40)) {
+				v_path(r, str[i][0], sizeof(str[i][0]));
+				p->path = str[i][0];
+			}
+			if (chance(r, 40)) {
+				v_iface(r, str[i][1], sizeof(str[i][1]));
+				p->interface = str[i][1];
+			}
+			if (chance(r, 40)) {
+				v_member(r, str[i][2], sizeof(str[i][2]));
+				p->member = str[i][2];
+			}
+			if (chance(r, 30)) {
+				p->has_addr = 1;
+				p->addr = pick_peer(t);
+			}
+		}
+		if (n && chance(r, 10)) {
+			bad = true;
+			errs = bad_errs;
+			if (chance(r, 40))
+				rules[0].type = 5 + below(r, 250);
+			else if (chance(r, 50))
+				rules[0].direction = 3 + below(r, 250);
+			else
+				rules[0].flags = NFDBUS_POLICY_F_BROADCAST |
+						 NFDBUS_POLICY_F_NOT_BROADCAST;
+		}
+		ret = nfdbus_set_policy(h, b, id, rules, n);
+		if (bad && ret >= 0)
+			report("worker thread %u: a policy rule out of range was accepted",
+			       t->idx);
+		break;
+	case 1:
+		what = "nfdbus set peer policy";
+		ret = nfdbus_set_peer_policy(h, b, peer, below(r, 9));
+		break;
+	case 2:
+		what = "nfdbus delete policy";
+		errs = del_errs;
+		ret = nfdbus_del_policy(h, b, id);
+		break;
+	default:
+		what = "nfdbus get policy";
+		ret = nfdbus_get_policy(h, b, id, &nrules, &refs);
+		if (ret >= 0 && nrules > NFDBUS_POLICY_RULES_MAX)
+			report("worker thread %u: policy %u has %u rules", t->idx,
+			       id, nrules);
+	}
+	if (!perm_race(t, h, b, ret))
+		nl_result(t, what, ret, errs, NULL);
+}
+
 void op_nfdbus(struct thread_ctx *t)
 {
 	struct rng *r = &t->r;
@@ -886,10 +981,13 @@ void op_nfdbus(struct thread_ctx *t)
 	for (n = 1 + below(r, 4); n > 0 && !t->nfd->broken; n--) {
 		pick_bus(t, &b, &bogus);
 		peer = pick_peer(t);
-		switch (below(r, 20)) {
+		switch (below(r, 23)) {
 		case 0: case 1: case 2: case 3: case 4: case 5: case 6:
 			kind = random_rule(r, &rule);
 			cmd_add(t, h, &b, bogus, peer, &rule, kind);
+			break;
+		case 20: case 21: case 22:
+			cmd_policy(t, h, &b, bogus, peer);
 			break;
 		case 7: case 8: case 9:
 			kind = random_rule(r, &rule);
