@@ -447,6 +447,27 @@ static void run_out(struct __test_metadata *_metadata, const char *cmd,
 	ASSERT_EQ(0, pclose(f)) TH_LOG("%s", cmd);
 }
 
+/* A failed request leaves a bus as it was: unmanaged, every multicast
+ * delivered.
+ */
+TEST_F(ctl, failed_policy_requests_leave_bus_unmanaged)
+{
+	static const char msg[] = "not D-Bus";
+	uint32_t id;
+
+	ASSERT_EQ(-ENOENT, nfdbus_set_peer_policy(self->b.h, &self->b.nb,
+						  self->b.p[1].addr, 3));
+	ASSERT_EQ(-ENOENT, nfdbus_del_policy(self->b.h, &self->b.nb, 3));
+	ASSERT_OK(nfdbus_set_peer_policy(self->b.h, &self->b.nb,
+					 self->b.p[1].addr, 0));
+	ASSERT_OK(nfdbus_get_peer_policy(self->b.h, &self->b.nb,
+					 self->b.p[1].addr, &id));
+	ASSERT_EQ(0, id);
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, msg, sizeof(msg)));
+	ASSERT_EQ(0x7, nfd_receivers(_metadata, &self->b, msg, sizeof(msg)));
+	ASSERT_EQ(0, nfd_stats(_metadata, &self->b).parsed);
+}
+
 /* nfdbus-ctl's policy commands */
 TEST_F(ctl, nfdbus_ctl_policy)
 {
