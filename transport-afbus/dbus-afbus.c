@@ -179,6 +179,70 @@ _dbus_afbus_read_path_file (const char *file,
   return TRUE;
 }
 
+/* Slot of DBusMessage holding a dbus_uint64_t: see below. */
+static dbus_int32_t relay_addr_slot = -1;
+
+/**
+ * Attaches an AF_BUS address to a message, for the daemon's relay
+ * connections of legacy clients (see _dbus_afbus_relay_pair_new()): on
+ * a message the daemon queues on a legacy client's own AF_BUS socket it
+ * is the address the message goes to; on a message that socket read
+ * from a peer it is the address the kernel says it came from.  Messages
+ * from the bus master have none.
+ *
+ * @param message the message
+ * @param addr the address
+ * @returns #FALSE if no memory
+ */
+dbus_bool_t
+_dbus_afbus_message_set_addr (DBusMessage   *message,
+                              dbus_uint64_t  addr)
+{
+  dbus_uint64_t *value;
+
+  /* Allocated once, never freed: the daemon uses it all its life. */
+  if (relay_addr_slot < 0 &&
+      !dbus_message_allocate_data_slot (&relay_addr_slot))
+    return FALSE;
+
+  value = dbus_new (dbus_uint64_t, 1);
+  if (value == NULL)
+    return FALSE;
+  *value = addr;
+
+  if (!dbus_message_set_data (message, relay_addr_slot, value, dbus_free))
+    {
+      dbus_free (value);
+      return FALSE;
+    }
+
+  return TRUE;
+}
+
+/**
+ * Gets the address _dbus_afbus_message_set_addr() attached.
+ *
+ * @param message the message
+ * @param addr returns the address
+ * @returns #FALSE if the message has none
+ */
+dbus_bool_t
+_dbus_afbus_message_get_addr (DBusMessage   *message,
+                              dbus_uint64_t *addr)
+{
+  dbus_uint64_t *value;
+
+  if (relay_addr_slot < 0)
+    return FALSE;
+
+  value = dbus_message_get_data (message, relay_addr_slot);
+  if (value == NULL)
+    return FALSE;
+
+  *addr = *value;
+  return TRUE;
+}
+
 typedef struct
 {
   char *name;                   /**< well-known name, NULL if the slot is free */

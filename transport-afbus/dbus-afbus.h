@@ -21,6 +21,7 @@
 #include <dbus/dbus-internals.h>
 #include <dbus/dbus-string.h>
 #include <dbus/dbus-list.h>
+#include <dbus/dbus-message.h>
 
 #ifdef __linux__
 #define DBUS_HAVE_AFBUS 1
@@ -73,6 +74,13 @@ dbus_bool_t   _dbus_afbus_sockaddr_for_path     (const char        *path,
 dbus_bool_t   _dbus_afbus_read_path_file        (const char        *file,
                                                  DBusString        *path,
                                                  DBusError         *error);
+
+DBUS_PRIVATE_EXPORT
+dbus_bool_t   _dbus_afbus_message_set_addr      (DBusMessage       *message,
+                                                 dbus_uint64_t      addr);
+DBUS_PRIVATE_EXPORT
+dbus_bool_t   _dbus_afbus_message_get_addr      (DBusMessage       *message,
+                                                 dbus_uint64_t     *addr);
 
 typedef struct DBusAfbusNameCache DBusAfbusNameCache;
 

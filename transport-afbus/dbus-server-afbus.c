@@ -560,9 +560,142 @@ _dbus_server_afbus_set_max_message_size (DBusServer *server,
   return TRUE;
 }
 
+/**
+ * Tells whether @p server listens on an AF_BUS bus.
+ *
+ * @param server a server
+ * @returns #TRUE for an AF_BUS server
+ */
+dbus_bool_t
+_dbus_server_is_afbus (DBusServer *server)
+{
+  return server->vtable == &afbus_vtable;
+}
+
+/**
+ * Connects a client socket of the server's own process to its bus and
+ * accepts it: the pair the daemon opens for each legacy client (C1, A1
+ * in af_bus.txt).  Other clients' connections queued before ours on
+ * the listening socket are accepted too and handed to the server's
+ * new-connection function, as the listening socket's watch would have;
+ * ours is told from them by its address.  Both sockets are
+ * nonblocking.
+ *
+ * @param server an AF_BUS server
+ * @param client_fd_p returns the client socket (C1)
+ * @param accepted_fd_p returns the accepted socket (A1)
+ * @param error set on failure
+ * @returns #FALSE on error
+ */
+dbus_bool_t
+_dbus_server_afbus_connect_self (DBusServer *server,
+                                 DBusSocket *client_fd_p,
+                                 DBusSocket *accepted_fd_p,
+                                 DBusError  *error)
+{
+  DBusServerAfbus *afbus_server = (DBusServerAfbus *) server;
+  struct sockaddr_bus sa;
+  socklen_t len;
+  DBusSocket client_fd = DBUS_SOCKET_INIT;
+  dbus_uint64_t own;
+  int saved_errno;
+
+  if (server->vtable != &afbus_vtable || afbus_server->path == NULL)
+    {
+      dbus_set_error (error, DBUS_ERROR_NOT_SUPPORTED,
+                      "Not an AF_BUS server");
+      return FALSE;
+    }
+
+  if (!_dbus_afbus_sockaddr_for_path (afbus_server->path, &sa, &len, error))
+    return FALSE;
+
+  client_fd.fd = socket (AF_BUS, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                         BUS_PROTO_DBUS);
+  if (client_fd.fd < 0)
+    goto failed_errno;
+
+  /* Nonblocking: a full backlog fails at once (EAGAIN). */
+  while (connect (client_fd.fd, (struct sockaddr *) &sa, len) < 0)
+    if (errno != EINTR)
+      goto failed_errno;
+
+  len = sizeof (sa);
+  if (getsockname (client_fd.fd, (struct sockaddr *) &sa, &len) < 0)
+    goto failed_errno;
+  own = sa.sbus_addr.s_addr;
+
+  for (;;)
+    {
+      DBusSocket fd;
+      struct sockaddr_bus peer;
+      socklen_t peer_len = sizeof (peer);
+
+      SERVER_LOCK (server);
+      if (!_dbus_socket_is_valid (afbus_server->fd))
+        {
+          SERVER_UNLOCK (server);
+          errno = ECONNREFUSED;
+          goto failed_errno;
+        }
+
+      fd.fd = accept4 (afbus_server->fd.fd, (struct sockaddr *) &peer,
+                       &peer_len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd.fd < 0)
+        {
+          saved_errno = errno;
+          SERVER_UNLOCK (server);
+          if (saved_errno == EINTR)
+            continue;
+          /* EAGAIN cannot be: our connection is queued. */
+          errno = saved_errno;
+          goto failed_errno;
+        }
+
+      if (peer.sbus_addr.s_addr == own)
+        {
+          SERVER_UNLOCK (server);
+          *client_fd_p = client_fd;
+          *accepted_fd_p = fd;
+          return TRUE;
+        }
+
+      /* Somebody else's: the usual way. */
+      if (!handle_new_client_fd_and_unlock (server, fd))
+        _dbus_verbose ("Rejected client connection due to lack of memory\n");
+    }
+
+ failed_errno:
+  saved_errno = errno;
+  dbus_set_error (error,
+                  saved_errno == EAGAIN ? DBUS_ERROR_LIMITS_EXCEEDED :
+                  _dbus_error_from_errno (saved_errno),
+                  "Cannot connect to AF_BUS bus \"%s\" for a legacy client: %s",
+                  afbus_server->path, _dbus_strerror (saved_errno));
+  if (_dbus_socket_is_valid (client_fd))
+    _dbus_close_socket (client_fd, NULL);
+  return FALSE;
+}
+
 /** @} */
 
 #else /* !DBUS_HAVE_AFBUS */
+
+dbus_bool_t
+_dbus_server_is_afbus (DBusServer *server)
+{
+  return FALSE;
+}
+
+dbus_bool_t
+_dbus_server_afbus_connect_self (DBusServer *server,
+                                 DBusSocket *client_fd_p,
+                                 DBusSocket *accepted_fd_p,
+                                 DBusError  *error)
+{
+  dbus_set_error (error, DBUS_ERROR_NOT_SUPPORTED, "no AF_BUS");
+  return FALSE;
+}
 
 dbus_bool_t
 _dbus_server_afbus_set_max_message_size (DBusServer *server,

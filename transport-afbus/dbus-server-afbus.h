@@ -31,6 +31,14 @@ dbus_bool_t _dbus_server_afbus_set_max_message_size (DBusServer *server,
                                                      long        size,
                                                      DBusError  *error);
 
+DBUS_PRIVATE_EXPORT
+dbus_bool_t _dbus_server_is_afbus           (DBusServer *server);
+DBUS_PRIVATE_EXPORT
+dbus_bool_t _dbus_server_afbus_connect_self (DBusServer *server,
+                                             DBusSocket *client_fd_p,
+                                             DBusSocket *accepted_fd_p,
+                                             DBusError  *error);
+
 DBUS_END_DECLS
 
 #endif /* DBUS_SERVER_AFBUS_H */

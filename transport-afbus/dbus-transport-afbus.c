@@ -56,6 +56,16 @@
  * The same code runs the daemon's side of each client (the accepted
  * socket), where every message simply goes to the client.
  *
+ * The daemon also opens a pair of its own for each legacy client (one
+ * on another transport, such as unix:): a client socket C1 connected to
+ * its own bus and the accepted socket A1, both in "relay" mode
+ * (_dbus_afbus_relay_pair_new()).  They start authenticated, and C1
+ * sends each message to the address the daemon attached to it
+ * (_dbus_afbus_message_set_addr()) rather than routing it itself; what
+ * C1 reads from peers is checked as a client checks it and carries the
+ * peer's address.  bus-afbus-legacy.c in the daemon says what goes
+ * where.
+ *
  * @{
  */
 
@@ -87,6 +97,8 @@ struct DBusTransportAfbus
   unsigned long n_dropped;              /**< Messages dropped from peers
                                          *   that lied about their sender
                                          *   or were not one valid message */
+  dbus_bool_t relay;                    /**< The daemon's pair for a legacy
+                                         *   client: no routing, no auth */
 };
 
 static void
@@ -937,6 +949,9 @@ peer_gone (DBusTransportAfbus *afbus_transport,
       dbus_message_set_no_reply (reply, TRUE);
       _dbus_verbose ("AF_BUS: NoReply for call %u to %016" PRIx64 "\n",
                      serial, addr);
+      /* The daemon answers the calls it knew of too: eat its NoReply. */
+      afbus_transport->internal_serials[afbus_transport->next_internal++ %
+                                        _DBUS_N_ELEMENTS (afbus_transport->internal_serials)] = serial;
       _dbus_connection_queue_synthesized_message_link (transport->connection,
                                                        reply_link);
     }
@@ -1029,7 +1044,13 @@ do_writing (DBusTransport *transport)
       _dbus_assert (message != NULL);
       dbus_message_lock (message);
 
-      if (!transport->is_server)
+      if (afbus_transport->relay)
+        {
+          /* The daemon resolved the destination. */
+          addressed = !transport->is_server &&
+            _dbus_afbus_message_get_addr (message, &dest);
+        }
+      else if (!transport->is_server)
         {
           dest = route_message (afbus_transport, message, &well_known);
           addressed = (dest != DBUS_AFBUS_MASTER);
@@ -1046,7 +1067,7 @@ do_writing (DBusTransport *transport)
                          bytes, dest);
           total += bytes;
 
-          if (addressed)
+          if (addressed && !afbus_transport->relay)
             {
               direct_call_sent (afbus_transport, message, dest);
               /* A full socket: the watch waits for the next write. */
@@ -1157,6 +1178,9 @@ check_incoming (DBusTransportAfbus *afbus_transport,
   if (!_dbus_message_loader_queue_messages (loader))
     return FALSE;
 
+  if (source == DBUS_AFBUS_MASTER && afbus_transport->relay)
+    return TRUE;
+
   if (source == DBUS_AFBUS_MASTER)
     {
       dbus_bool_t eaten;
@@ -1205,7 +1229,12 @@ check_incoming (DBusTransportAfbus *afbus_transport,
               strcmp (sender, _dbus_string_get_const_data (&expected)) != 0);
       _dbus_string_free (&expected);
 
-      if (!drop && dbus_message_get_reply_serial (message) != 0)
+      if (!drop && afbus_transport->relay &&
+          !_dbus_afbus_message_set_addr (message, source))
+        return FALSE;
+
+      if (!drop && afbus_transport->peers != NULL &&
+          dbus_message_get_reply_serial (message) != 0)
         _dbus_afbus_peers_reply_received (afbus_transport->peers, source,
                                           dbus_message_get_reply_serial (message));
     }
@@ -1541,19 +1570,11 @@ static const DBusTransportVTable afbus_vtable = {
   afbus_get_socket_fd
 };
 
-/**
- * Creates a transport for a connected or accepted AF_BUS socket, which
- * must be nonblocking.
- *
- * @param fd the socket
- * @param server_guid non-#NULL on the daemon's side (accepted socket)
- * @param address the address connected to (client side)
- * @returns the new transport, or #NULL if no memory
- */
-DBusTransport *
-_dbus_transport_new_for_afbus (DBusSocket        fd,
-                               const DBusString *server_guid,
-                               const DBusString *address)
+static DBusTransport *
+afbus_transport_new (DBusSocket        fd,
+                     const DBusString *server_guid,
+                     const DBusString *address,
+                     dbus_bool_t       relay)
 {
   DBusTransportAfbus *afbus_transport;
   DBusString invalid = _DBUS_STRING_INIT_INVALID;
@@ -1585,7 +1606,10 @@ _dbus_transport_new_for_afbus (DBusSocket        fd,
       if (!_dbus_afbus_unique_name_from_addr (sa.sbus_addr.s_addr,
                                               &afbus_transport->own_name))
         goto failed;
+    }
 
+  if (server_guid == NULL && !relay)
+    {
       afbus_transport->names = _dbus_afbus_name_cache_new ();
       if (afbus_transport->names == NULL)
         goto failed;
@@ -1616,6 +1640,7 @@ _dbus_transport_new_for_afbus (DBusSocket        fd,
 #endif
 
   afbus_transport->fd = fd;
+  afbus_transport->relay = relay;
   /* Whole messages are read and written at once; this bounds how many
    * one iteration handles before it lets others run. */
   afbus_transport->max_bytes_read_per_iteration = 64 * 1024;
@@ -1639,6 +1664,184 @@ _dbus_transport_new_for_afbus (DBusSocket        fd,
   _dbus_string_free (&afbus_transport->own_name);
   dbus_free (afbus_transport);
   return NULL;
+}
+
+/**
+ * Creates a transport for a connected or accepted AF_BUS socket, which
+ * must be nonblocking.
+ *
+ * @param fd the socket
+ * @param server_guid non-#NULL on the daemon's side (accepted socket)
+ * @param address the address connected to (client side)
+ * @returns the new transport, or #NULL if no memory
+ */
+DBusTransport *
+_dbus_transport_new_for_afbus (DBusSocket        fd,
+                               const DBusString *server_guid,
+                               const DBusString *address)
+{
+  return afbus_transport_new (fd, server_guid, address, FALSE);
+}
+
+/* Moves what @from has to send into @to's input; FALSE if nothing. */
+static dbus_bool_t
+auth_pass_bytes (DBusAuth    *from,
+                 DBusAuth    *to,
+                 dbus_bool_t *oom)
+{
+  const DBusString *bytes;
+  DBusString *buffer;
+  int len;
+
+  if (!_dbus_auth_get_bytes_to_send (from, &bytes))
+    return FALSE;
+
+  len = _dbus_string_get_length (bytes);
+  _dbus_auth_get_buffer (to, &buffer);
+  if (!_dbus_string_copy (bytes, 0, buffer, _dbus_string_get_length (buffer)))
+    {
+      *oom = TRUE;
+      _dbus_auth_return_buffer (to, buffer);
+      return FALSE;
+    }
+  _dbus_auth_return_buffer (to, buffer);
+  _dbus_auth_bytes_sent (from, len);
+  return TRUE;
+}
+
+/*
+ * Both ends of the pair are ours: they run the auth conversation (the
+ * daemon's own identity, EXTERNAL, and fd passing) in memory, so that
+ * the connections start authenticated and pass fds.  FALSE if no
+ * memory (or the conversation fails, which it cannot).
+ */
+static dbus_bool_t
+authenticate_pair (DBusTransport *client,
+                   DBusTransport *server)
+{
+  DBusCredentials *creds;
+  dbus_bool_t oom = FALSE;
+  int i;
+
+  creds = _dbus_credentials_new_from_current_process ();
+  if (creds == NULL)
+    return FALSE;
+  if (!_dbus_auth_set_credentials (server->auth, creds) ||
+      !_dbus_auth_set_credentials (client->auth, creds))
+    {
+      _dbus_credentials_unref (creds);
+      return FALSE;
+    }
+  _dbus_credentials_unref (creds);
+
+  client->send_credentials_pending = FALSE;
+  server->receive_credentials_pending = FALSE;
+
+  for (i = 0; i < 32 && !oom; i++)
+    {
+      DBusAuthState c = _dbus_auth_do_work (client->auth);
+      DBusAuthState s = _dbus_auth_do_work (server->auth);
+      dbus_bool_t moved;
+
+      if (c == DBUS_AUTH_STATE_AUTHENTICATED &&
+          s == DBUS_AUTH_STATE_AUTHENTICATED)
+        return _dbus_auth_get_unix_fd_negotiated (client->auth) ==
+          _dbus_auth_get_unix_fd_negotiated (server->auth);
+
+      if (c == DBUS_AUTH_STATE_NEED_DISCONNECT ||
+          s == DBUS_AUTH_STATE_NEED_DISCONNECT)
+        break;
+
+      moved = auth_pass_bytes (client->auth, server->auth, &oom);
+      moved = auth_pass_bytes (server->auth, client->auth, &oom) || moved;
+      if (!moved && c != DBUS_AUTH_STATE_WAITING_FOR_MEMORY &&
+          s != DBUS_AUTH_STATE_WAITING_FOR_MEMORY)
+        break;
+    }
+
+  _dbus_verbose ("in-memory authentication of an AF_BUS relay pair failed\n");
+  return FALSE;
+}
+
+/**
+ * Makes the daemon's relay connections of a legacy client: @p client_fd
+ * is a socket the daemon connected to its own bus (C1), @p accepted_fd
+ * the socket it accepted for it (A1); both nonblocking.  They start
+ * authenticated (the daemon's own identity) and pass fds.  C1 sends a
+ * message to the address _dbus_afbus_message_set_addr() attached to it
+ * (to A1 without one); what it reads from peers must come from the
+ * sender it names, as for any client, and carries the peer's address.
+ * A1 sends everything to C1.
+ *
+ * On success the connections own the sockets; on failure the caller
+ * still does.
+ *
+ * @param client_fd C1
+ * @param accepted_fd A1
+ * @param guid the server's GUID
+ * @param client_p returns the connection on C1
+ * @param accepted_p returns the connection on A1
+ * @returns #FALSE if no memory
+ */
+dbus_bool_t
+_dbus_afbus_relay_pair_new (DBusSocket        client_fd,
+                            DBusSocket        accepted_fd,
+                            const DBusString *guid,
+                            DBusConnection  **client_p,
+                            DBusConnection  **accepted_p)
+{
+  DBusTransport *client = NULL, *server = NULL;
+  DBusConnection *client_conn = NULL, *server_conn = NULL;
+  DBusString address;
+
+  _dbus_string_init_const (&address, "afbus:");
+
+  client = afbus_transport_new (client_fd, NULL, &address, TRUE);
+  if (client == NULL)
+    goto failed;
+
+  server = afbus_transport_new (accepted_fd, guid, NULL, TRUE);
+  if (server == NULL)
+    goto failed;
+
+  if (!authenticate_pair (client, server))
+    goto failed;
+
+  client_conn = _dbus_connection_new_for_transport (client);
+  if (client_conn == NULL)
+    goto failed;
+
+  server_conn = _dbus_connection_new_for_transport (server);
+  if (server_conn == NULL)
+    goto failed;
+
+  _dbus_transport_unref (client);
+  _dbus_transport_unref (server);
+  *client_p = client_conn;
+  *accepted_p = server_conn;
+  return TRUE;
+
+ failed:
+  /* The sockets stay the caller's. */
+  if (client != NULL)
+    _dbus_socket_invalidate (&((DBusTransportAfbus *) client)->fd);
+  if (server != NULL)
+    _dbus_socket_invalidate (&((DBusTransportAfbus *) server)->fd);
+  if (client_conn != NULL)
+    {
+      dbus_connection_close (client_conn);
+      dbus_connection_unref (client_conn);
+    }
+  if (server_conn != NULL)
+    {
+      dbus_connection_close (server_conn);
+      dbus_connection_unref (server_conn);
+    }
+  if (client != NULL)
+    _dbus_transport_unref (client);
+  if (server != NULL)
+    _dbus_transport_unref (server);
+  return FALSE;
 }
 
 /*

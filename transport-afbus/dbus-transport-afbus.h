@@ -30,6 +30,13 @@ DBusTransport *_dbus_transport_new_for_afbus (DBusSocket        fd,
                                               const DBusString *server_guid,
                                               const DBusString *address);
 
+DBUS_PRIVATE_EXPORT
+dbus_bool_t _dbus_afbus_relay_pair_new (DBusSocket        client_fd,
+                                        DBusSocket        accepted_fd,
+                                        const DBusString *guid,
+                                        DBusConnection  **client_p,
+                                        DBusConnection  **accepted_p);
+
 DBUS_END_DECLS
 
 #endif /* DBUS_TRANSPORT_AFBUS_H */
