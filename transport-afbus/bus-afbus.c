@@ -18,6 +18,7 @@
 
 #include <config.h>
 #include "bus-afbus.h"
+#include "bus-afbus-legacy.h"
 #include "bus-afbus-match.h"
 #include "bus-afbus-policy.h"
 
@@ -78,7 +79,8 @@
 static DBusHashTable *name_addrs = NULL;
 static dbus_uint64_t next_name_client = 1;
 
-/* The socket of an AF_BUS connection, and the client's address. */
+/* The accepted socket of an AF_BUS connection (a legacy client's A1,
+ * see bus-afbus-legacy.c), and the client's address. */
 dbus_bool_t
 bus_afbus_connection_fd (DBusConnection *connection,
                          int            *fd_p,
@@ -88,7 +90,9 @@ bus_afbus_connection_fd (DBusConnection *connection,
   socklen_t len = sizeof (sa);
   int fd;
 
-  if (connection == NULL || !dbus_connection_get_socket (connection, &fd))
+  if (connection == NULL ||
+      (!bus_afbus_legacy_accepted_fd (connection, &fd) &&
+       !dbus_connection_get_socket (connection, &fd)))
     return FALSE;
 
   if (getpeername (fd, (struct sockaddr *) &sa, &len) < 0 ||
@@ -429,8 +433,10 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
   dbus_uint64_t addr = 0;
   dbus_bool_t ok;
 
+  /* Legacy clients send everything through the daemon. */
   if (name == NULL || name[0] == ':' || strcmp (name, DBUS_SERVICE_DBUS) == 0 ||
-      !bus_afbus_connection_is_afbus (sender))
+      !bus_afbus_connection_is_afbus (sender) ||
+      bus_afbus_legacy_is_legacy (sender))
     return TRUE;
 
   registry = bus_context_get_registry (bus_transaction_get_context (transaction));
@@ -440,10 +446,11 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
     owner = bus_service_get_primary_owners_connection (service);
 
   /* A message still queued in the daemon for the owner could be
-   * overtaken by the sender's direct ones: address 0 until it is gone. */
+   * overtaken by the sender's direct ones: address 0 until it is gone.
+   * (A legacy owner's queue is the one for its A1.) */
   if (!give_address || owner == NULL ||
       !bus_afbus_connection_is_afbus (owner) ||
-      dbus_connection_has_messages_to_send (owner) ||
+      dbus_connection_has_messages_to_send (bus_afbus_legacy_outgoing (owner)) ||
       !bus_afbus_name_addr (name, FALSE, &addr))
     addr = 0;
 
@@ -475,7 +482,8 @@ bus_afbus_forwarded_after_dispatch (BusContext     *context,
 {
   BusTransaction *transaction;
 
-  if (!bus_afbus_connection_is_afbus (sender))
+  if (!bus_afbus_connection_is_afbus (sender) ||
+      bus_afbus_legacy_is_legacy (sender))
     return;
 
   /* Without memory the sender stays on the daemon's path for @name. */

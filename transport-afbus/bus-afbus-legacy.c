@@ -1,0 +1,610 @@
+/* -*- mode: C; c-file-style: "gnu"; indent-tabs-mode: nil; -*- */
+/* bus-afbus-legacy.c  legacy clients bridged through AF_BUS pairs
+ *
+ * SPDX-License-Identifier: AFL-2.1 OR GPL-2.0-or-later
+ *
+ * Licensed under the Academic Free License version 2.1
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 2 of the License, or
+ * (at your option) any later version.
+ *
+ * This program is distributed in the hope that it will be useful,
+ * but WITHOUT ANY WARRANTY; without even the implied warranty of
+ * MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+ * GNU General Public License for more details.
+ */
+
+#include <config.h>
+#include "bus-afbus-legacy.h"
+
+#include <string.h>
+#include <dbus/dbus-afbus.h>
+#include <dbus/dbus-mainloop.h>
+#include <dbus/dbus-server-afbus.h>
+#include <dbus/dbus-transport-afbus.h>
+
+#include "bus.h"
+#include "bus-afbus.h"
+#include "services.h"
+#include "utils.h"
+
+/*
+ * Legacy clients: clients on another transport than AF_BUS (unix:,
+ * tcp:) of a daemon that also listens on afbus: (af_bus.txt, "legacy
+ * clients", C4/A4 and C1/A1).
+ *
+ * At Hello the daemon connects a client socket of its own (C1) to its
+ * AF_BUS bus and accepts it (A1), and ties the pair to the legacy
+ * connection.  From then on the legacy connection is an AF_BUS client
+ * like the others, through A1: its unique name is C1's address
+ * (":0.ab", from the same address space as the native clients), A1 is
+ * the accepted socket that bus-afbus.c joins, gives its well-known
+ * names' addresses (BUS_ADD_ADDR/BUS_DEL_ADDR) and pushes its match
+ * rules for (nfdbus), PeerGone is sent when it leaves, and native
+ * clients get Forwarded with the addresses of the names it owns.
+ *
+ * Both sockets are DBusConnections the daemon owns, in the relay mode
+ * of the AF_BUS transport (they start authenticated, and C1 sends each
+ * message to the address the daemon resolved), not bus connections.
+ *
+ * What the legacy client receives comes out of C1, whatever its
+ * origin, so it gets its messages in the kernel's order like any native
+ * client:
+ * - peers send to its address (or to its names' addresses) directly,
+ *   and their signals reach C1 as kernel multicasts filtered by nfdbus
+ *   with its match rules; C1 checks, as every client does, that the
+ *   SENDER of a message from a peer is the name of the address the
+ *   kernel reports;
+ * - what the daemon sends it (its own messages, and those it forwards)
+ *   goes out on A1, to C1.
+ * The daemon writes everything C1 reads to the legacy connection, and
+ * stops reading C1 while the legacy client has more than
+ * max_incoming_bytes of it not yet written (then C1's queue in the
+ * kernel fills up and its peers wait, as for a native client that does
+ * not read).  A message with fds for a legacy client that did not
+ * negotiate fd passing is dropped.
+ *
+ * What the legacy client sends goes through the daemon's dispatch as on
+ * any bus (policy, activation, the driver, monitors), and then out of C1
+ * when it goes to an AF_BUS client (native or legacy): the kernel sees
+ * the legacy client's own address as the source, so that its policy
+ * (nfdbus), the receiver's anti-spoofing check and eavesdroppers see the
+ * true sender.  A message goes to the unique address of the connection
+ * the daemon resolved its destination to; a signal without a destination
+ * is one kernel multicast from C1, which nfdbus delivers to every client
+ * with a matching rule (the legacy client itself included, through its
+ * own C1, as dbus-daemon delivers a signal to its sender when it
+ * matches), and which the daemon does not deliver itself.  Copies for
+ * eavesdroppers and monitors go from the daemon.
+ *
+ * Since the daemon does not see the traffic between a legacy client and
+ * its peers, it does the reply bookkeeping of that traffic when C1 reads
+ * it: a call from a peer makes the legacy client's reply a requested
+ * one (and the caller gets NoReply if the legacy client leaves), and a
+ * peer's reply to a call the daemon forwarded ends that pending call.
+ * A native caller also learns that the legacy client left through
+ * PeerGone, and its library drops the second NoReply.
+ *
+ * A message C1 sends to an address that nobody has any more takes the
+ * kernel's default route back to A1: its recipient has just left, and
+ * the daemon answers a call the legacy client made with NoReply when it
+ * sees the recipient leave; A1 drops such messages.
+ */
+
+#ifdef DBUS_HAVE_AFBUS
+
+typedef struct
+{
+  BusContext     *context;
+  DBusConnection *connection;   /**< the legacy client (owns us) */
+  DBusConnection *client;       /**< C1: our client socket on the bus */
+  DBusConnection *accepted;     /**< A1: its accepted socket */
+  int accepted_fd;              /**< A1's socket */
+} BusAfbusLegacy;
+
+static dbus_int32_t legacy_slot = -1;
+
+static BusAfbusLegacy *
+legacy_get (DBusConnection *connection)
+{
+  if (connection == NULL || legacy_slot < 0)
+    return NULL;
+
+  return dbus_connection_get_data (connection, legacy_slot);
+}
+
+static dbus_bool_t
+add_watch (DBusWatch *watch,
+           void      *data)
+{
+  return _dbus_loop_add_watch (data, watch);
+}
+
+static void
+remove_watch (DBusWatch *watch,
+              void      *data)
+{
+  _dbus_loop_remove_watch (data, watch);
+}
+
+static void
+toggle_watch (DBusWatch *watch,
+              void      *data)
+{
+  _dbus_loop_toggle_watch (data, watch);
+}
+
+static dbus_bool_t
+add_timeout (DBusTimeout *timeout,
+             void        *data)
+{
+  return _dbus_loop_add_timeout (data, timeout);
+}
+
+static void
+remove_timeout (DBusTimeout *timeout,
+                void        *data)
+{
+  _dbus_loop_remove_timeout (data, timeout);
+}
+
+static void
+dispatch_status (DBusConnection     *connection,
+                 DBusDispatchStatus  new_status,
+                 void               *data)
+{
+  if (new_status != DBUS_DISPATCH_COMPLETE)
+    {
+      while (!_dbus_loop_queue_dispatch (data, connection))
+        _dbus_wait_for_memory ();
+    }
+}
+
+/* The bus connection that has the unique name @name, if any. */
+static DBusConnection *
+lookup_connection (BusContext *context,
+                   const char *name)
+{
+  BusService *service;
+  DBusString str;
+
+  if (name == NULL || name[0] != ':')
+    return NULL;
+
+  _dbus_string_init_const (&str, name);
+  service = bus_registry_lookup (bus_context_get_registry (context), &str);
+  if (service == NULL)
+    return NULL;
+
+  return bus_service_get_primary_owners_connection (service);
+}
+
+/*
+ * The reply bookkeeping of a message that came straight from a peer:
+ * a call makes the legacy client's reply a requested one; a reply ends
+ * the call the daemon forwarded.  Without memory a call's reply goes out
+ * as an unrequested one, and a forwarded call waits for its timeout in
+ * the daemon's books (the caller has its reply).
+ */
+static void
+peer_message (BusAfbusLegacy *legacy,
+              DBusMessage    *message)
+{
+  BusConnections *connections = bus_context_get_connections (legacy->context);
+  BusTransaction *transaction;
+  DBusConnection *peer;
+  DBusError error = DBUS_ERROR_INIT;
+  dbus_bool_t ok = FALSE;
+
+  peer = lookup_connection (legacy->context, dbus_message_get_sender (message));
+  if (peer == NULL)
+    return;     /* gone already: nobody to reply to */
+
+  transaction = bus_transaction_new (legacy->context);
+  if (transaction == NULL)
+    return;
+
+  if (dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL)
+    ok = bus_connections_expect_reply (connections, transaction, peer,
+                                       legacy->connection, message, &error);
+  else if (dbus_message_get_reply_serial (message) != 0)
+    ok = bus_connections_check_reply (connections, transaction, peer,
+                                      legacy->connection, message, &error);
+
+  if (dbus_error_is_set (&error))
+    {
+      _dbus_verbose ("AF_BUS legacy: reply bookkeeping for %s: %s\n",
+                     bus_connection_get_name (legacy->connection),
+                     error.message);
+      dbus_error_free (&error);
+    }
+
+  if (ok)
+    bus_transaction_execute_and_free (transaction);
+  else
+    bus_transaction_cancel_and_free (transaction);
+}
+
+/* Everything C1 reads goes to the legacy client. */
+static DBusHandlerResult
+client_filter (DBusConnection *client,
+               DBusMessage    *message,
+               void           *data)
+{
+  BusAfbusLegacy *legacy = data;
+  DBusPreallocatedSend *preallocated;
+  dbus_uint64_t peer;
+
+  if (dbus_message_is_signal (message, DBUS_INTERFACE_LOCAL, "Disconnected"))
+    {
+      _dbus_verbose ("AF_BUS legacy: %s lost its AF_BUS socket\n",
+                     bus_connection_get_name (legacy->connection));
+      dbus_connection_close (legacy->connection);
+      return DBUS_HANDLER_RESULT_HANDLED;
+    }
+
+  if (dbus_message_contains_unix_fds (message) &&
+      !dbus_connection_can_send_type (legacy->connection, DBUS_TYPE_UNIX_FD))
+    {
+      _dbus_verbose ("AF_BUS legacy: dropping a message with fds for %s,"
+                     " which cannot take them\n",
+                     bus_connection_get_name (legacy->connection));
+      return DBUS_HANDLER_RESULT_HANDLED;
+    }
+
+  preallocated = dbus_connection_preallocate_send (legacy->connection);
+  if (preallocated == NULL)
+    return DBUS_HANDLER_RESULT_NEED_MEMORY;
+
+  /* From a peer, not through the daemon. */
+  if (_dbus_afbus_message_get_addr (message, &peer))
+    peer_message (legacy, message);
+
+  dbus_connection_send_preallocated (legacy->connection, preallocated,
+                                     message, NULL);
+  return DBUS_HANDLER_RESULT_HANDLED;
+}
+
+/* Only messages of the legacy client to addresses that nobody has any
+ * more reach A1 (the kernel's default route). */
+static DBusHandlerResult
+accepted_filter (DBusConnection *accepted,
+                 DBusMessage    *message,
+                 void           *data)
+{
+  BusAfbusLegacy *legacy = data;
+
+  if (dbus_message_is_signal (message, DBUS_INTERFACE_LOCAL, "Disconnected"))
+    {
+      dbus_connection_close (legacy->connection);
+      return DBUS_HANDLER_RESULT_HANDLED;
+    }
+
+  _dbus_verbose ("AF_BUS legacy: message from %s to %s came back:"
+                 " its recipient left\n",
+                 bus_connection_get_name (legacy->connection),
+                 dbus_message_get_destination (message) ?
+                 dbus_message_get_destination (message) : "(none)");
+  return DBUS_HANDLER_RESULT_HANDLED;
+}
+
+static void
+close_relay (DBusConnection     *relay,
+             DBusHandleMessageFunction filter,
+             BusAfbusLegacy     *legacy)
+{
+  if (relay == NULL)
+    return;
+
+  dbus_connection_remove_filter (relay, filter, legacy);
+  dbus_connection_close (relay);
+  dbus_connection_set_watch_functions (relay, NULL, NULL, NULL, NULL, NULL);
+  dbus_connection_set_timeout_functions (relay, NULL, NULL, NULL, NULL, NULL);
+  dbus_connection_set_dispatch_status_function (relay, NULL, NULL, NULL);
+  dbus_connection_unref (relay);
+}
+
+static void
+legacy_free (void *data)
+{
+  BusAfbusLegacy *legacy = data;
+
+  close_relay (legacy->client, client_filter, legacy);
+  close_relay (legacy->accepted, accepted_filter, legacy);
+  dbus_free (legacy);
+}
+
+static dbus_bool_t
+setup_relay (BusAfbusLegacy            *legacy,
+             DBusConnection            *relay,
+             DBusHandleMessageFunction  filter)
+{
+  DBusLoop *loop = bus_context_get_loop (legacy->context);
+
+  dbus_connection_set_route_peer_messages (relay, TRUE);
+  dbus_connection_set_dispatch_status_function (relay, dispatch_status,
+                                                loop, NULL);
+
+  if (!dbus_connection_add_filter (relay, filter, legacy, NULL) ||
+      !dbus_connection_set_watch_functions (relay, add_watch, remove_watch,
+                                            toggle_watch, loop, NULL) ||
+      !dbus_connection_set_timeout_functions (relay, add_timeout,
+                                              remove_timeout, NULL,
+                                              loop, NULL))
+    return FALSE;
+
+  if (dbus_connection_get_dispatch_status (relay) != DBUS_DISPATCH_COMPLETE &&
+      !_dbus_loop_queue_dispatch (loop, relay))
+    return FALSE;
+
+  return TRUE;
+}
+
+/* The AF_BUS server the daemon listens on, or NULL. */
+static DBusServer *
+afbus_server (BusContext *context)
+{
+  DBusList **servers = bus_context_get_servers (context);
+  DBusList *link;
+
+  for (link = _dbus_list_get_first_link (servers); link != NULL;
+       link = _dbus_list_get_next_link (servers, link))
+    if (_dbus_server_is_afbus (link->data))
+      return link->data;
+
+  return NULL;
+}
+
+/**
+ * Gives a legacy client (at Hello) an AF_BUS address of its own, through
+ * a pair of sockets the daemon opens to its own bus.  Does nothing for
+ * AF_BUS clients, and when the daemon has no AF_BUS bus: its legacy
+ * clients then get dbus-daemon's usual unique names.
+ */
+dbus_bool_t
+bus_afbus_legacy_attach (DBusConnection *connection,
+                         DBusError      *error)
+{
+  BusContext *context = bus_connection_get_context (connection);
+  BusAfbusLegacy *legacy = NULL;
+  DBusServer *server;
+  DBusSocket client_fd = DBUS_SOCKET_INIT, accepted_fd = DBUS_SOCKET_INIT;
+  DBusString guid;
+  char *id = NULL;
+
+  if (legacy_get (connection) != NULL ||
+      bus_afbus_connection_is_afbus (connection))
+    return TRUE;
+
+  server = afbus_server (context);
+  if (server == NULL)
+    return TRUE;
+
+  if (!dbus_connection_allocate_data_slot (&legacy_slot))
+    goto oom;
+
+  legacy = dbus_new0 (BusAfbusLegacy, 1);
+  id = dbus_server_get_id (server);
+  if (legacy == NULL || id == NULL)
+    goto oom;
+
+  legacy->context = context;
+  legacy->connection = connection;
+
+  if (!_dbus_server_afbus_connect_self (server, &client_fd, &accepted_fd,
+                                        error))
+    goto failed;
+
+  _dbus_string_init_const (&guid, id);
+  if (!_dbus_afbus_relay_pair_new (client_fd, accepted_fd, &guid,
+                                   &legacy->client, &legacy->accepted))
+    goto oom;
+  legacy->accepted_fd = accepted_fd.fd;
+  _dbus_socket_invalidate (&client_fd);
+  _dbus_socket_invalidate (&accepted_fd);
+
+  /* What the daemon holds for the legacy client, at most: then its
+   * peers wait. */
+  dbus_connection_set_max_received_size (legacy->client,
+                                         dbus_connection_get_max_received_size (connection));
+
+  if (!setup_relay (legacy, legacy->client, client_filter) ||
+      !setup_relay (legacy, legacy->accepted, accepted_filter) ||
+      !dbus_connection_set_data (connection, legacy_slot, legacy, legacy_free))
+    goto oom;
+
+  _dbus_verbose ("AF_BUS legacy: %p has its AF_BUS pair\n", connection);
+  dbus_free (id);
+  return TRUE;
+
+ oom:
+  BUS_SET_OOM (error);
+ failed:
+  if (legacy != NULL)
+    {
+      /* The filters go, and the relays close their sockets. */
+      legacy_free (legacy);
+      legacy = NULL;
+    }
+  if (_dbus_socket_is_valid (client_fd))
+    _dbus_close_socket (client_fd, NULL);
+  if (_dbus_socket_is_valid (accepted_fd))
+    _dbus_close_socket (accepted_fd, NULL);
+  dbus_free (id);
+  if (legacy_slot >= 0)
+    dbus_connection_free_data_slot (&legacy_slot);
+  return FALSE;
+}
+
+/** The legacy client is gone: so are its AF_BUS sockets. */
+void
+bus_afbus_legacy_detach (DBusConnection *connection)
+{
+  if (legacy_get (connection) == NULL)
+    return;
+
+  dbus_connection_set_data (connection, legacy_slot, NULL, NULL);
+  dbus_connection_free_data_slot (&legacy_slot);
+}
+
+dbus_bool_t
+bus_afbus_legacy_is_legacy (DBusConnection *connection)
+{
+  return legacy_get (connection) != NULL;
+}
+
+/** A1, the accepted socket that stands for a legacy client on the bus. */
+dbus_bool_t
+bus_afbus_legacy_accepted_fd (DBusConnection *connection,
+                              int            *fd_p)
+{
+  BusAfbusLegacy *legacy = legacy_get (connection);
+
+  if (legacy == NULL)
+    return FALSE;
+
+  *fd_p = legacy->accepted_fd;
+  return TRUE;
+}
+
+/** Where the daemon's messages to @p connection wait to be written. */
+DBusConnection *
+bus_afbus_legacy_outgoing (DBusConnection *connection)
+{
+  BusAfbusLegacy *legacy = legacy_get (connection);
+
+  return legacy != NULL ? legacy->accepted : connection;
+}
+
+/* Whether @connection is the one @message is addressed to (by its
+ * unique name or a name it owns), not an eavesdropper or monitor. */
+static dbus_bool_t
+is_addressed_recipient (DBusConnection *connection,
+                        DBusMessage    *message)
+{
+  const char *dest = dbus_message_get_destination (message);
+  const char *name = bus_connection_get_name (connection);
+  BusService *service;
+  DBusString str;
+
+  if (dest == NULL || name == NULL)
+    return FALSE;
+
+  if (strcmp (dest, name) == 0)
+    return TRUE;
+
+  _dbus_string_init_const (&str, dest);
+  service = bus_registry_lookup (bus_connection_get_registry (connection), &str);
+  return service != NULL &&
+    bus_service_get_primary_owners_connection (service) == connection;
+}
+
+/**
+ * The connection on which the daemon writes @p message for
+ * @p destination (a new reference), or NULL if no memory: the sender's
+ * C1 when a legacy client sends to the AF_BUS client it is addressed
+ * to (at that client's unique address), else the destination's A1 when
+ * the destination is a legacy client, else the destination itself.
+ */
+DBusConnection *
+bus_afbus_legacy_relay (DBusConnection *sender,
+                        DBusConnection *destination,
+                        DBusMessage    *message)
+{
+  BusAfbusLegacy *from = legacy_get (sender);
+  BusAfbusLegacy *to = legacy_get (destination);
+  dbus_uint64_t addr;
+  int fd;
+
+  if (from != NULL &&
+      bus_afbus_connection_fd (destination, &fd, &addr) &&
+      is_addressed_recipient (destination, message))
+    {
+      if (!_dbus_afbus_message_set_addr (message, addr))
+        return NULL;
+      return dbus_connection_ref (from->client);
+    }
+
+  if (to != NULL)
+    return dbus_connection_ref (to->accepted);
+
+  return dbus_connection_ref (destination);
+}
+
+/**
+ * A signal without a destination from a legacy client: one kernel
+ * multicast from its AF_BUS address, filtered by nfdbus.  #FALSE if
+ * @p sender is not a legacy client or @p message is not such a signal;
+ * #TRUE otherwise, with @p error set if there was no memory.
+ */
+dbus_bool_t
+bus_afbus_legacy_multicast (DBusConnection *sender,
+                            DBusMessage    *message,
+                            DBusError      *error)
+{
+  BusAfbusLegacy *legacy = legacy_get (sender);
+
+  if (legacy == NULL ||
+      dbus_message_get_type (message) != DBUS_MESSAGE_TYPE_SIGNAL ||
+      dbus_message_get_destination (message) != NULL)
+    return FALSE;
+
+  if (!_dbus_afbus_message_set_addr (message, DBUS_AFBUS_MULTICAST (0)) ||
+      !dbus_connection_send (legacy->client, message, NULL))
+    BUS_SET_OOM (error);
+
+  return TRUE;
+}
+
+#else /* !DBUS_HAVE_AFBUS */
+
+dbus_bool_t
+bus_afbus_legacy_attach (DBusConnection *connection,
+                         DBusError      *error)
+{
+  return TRUE;
+}
+
+void
+bus_afbus_legacy_detach (DBusConnection *connection)
+{
+}
+
+dbus_bool_t
+bus_afbus_legacy_is_legacy (DBusConnection *connection)
+{
+  return FALSE;
+}
+
+dbus_bool_t
+bus_afbus_legacy_accepted_fd (DBusConnection *connection,
+                              int            *fd_p)
+{
+  return FALSE;
+}
+
+DBusConnection *
+bus_afbus_legacy_outgoing (DBusConnection *connection)
+{
+  return connection;
+}
+
+DBusConnection *
+bus_afbus_legacy_relay (DBusConnection *sender,
+                        DBusConnection *destination,
+                        DBusMessage    *message)
+{
+  return dbus_connection_ref (destination);
+}
+
+dbus_bool_t
+bus_afbus_legacy_multicast (DBusConnection *sender,
+                            DBusMessage    *message,
+                            DBusError      *error)
+{
+  return FALSE;
+}
+
+#endif /* DBUS_HAVE_AFBUS */
