@@ -76,8 +76,10 @@
  * is one kernel multicast from C1, which nfdbus delivers to every client
  * with a matching rule (the legacy client itself included, through its
  * own C1, as dbus-daemon delivers a signal to its sender when it
- * matches), and which the daemon does not deliver itself.  Copies for
- * eavesdroppers and monitors go from the daemon.
+ * matches), and which the daemon does not deliver itself, nor copy to
+ * monitors: AF_BUS monitors have their rules in nfdbus too, so they get
+ * the multicast, as they get an AF_BUS client's.  Copies of other
+ * messages for eavesdroppers and monitors go from the daemon.
  *
  * Since the daemon does not see the traffic between a legacy client and
  * its peers, it does the reply bookkeeping of that traffic when C1 reads
@@ -534,10 +536,24 @@ bus_afbus_legacy_relay (DBusConnection *sender,
 }
 
 /**
- * A signal without a destination from a legacy client: one kernel
- * multicast from its AF_BUS address, filtered by nfdbus.  #FALSE if
- * @p sender is not a legacy client or @p message is not such a signal;
- * #TRUE otherwise, with @p error set if there was no memory.
+ * Whether @p message from @p sender is a legacy client's signal without
+ * a destination, which goes out as a kernel multicast
+ * (bus_afbus_legacy_multicast()): AF_BUS subscribers and monitors get
+ * it from the kernel, filtered by their rules, not from the daemon.
+ */
+dbus_bool_t
+bus_afbus_legacy_multicasts (DBusConnection *sender,
+                             DBusMessage    *message)
+{
+  return legacy_get (sender) != NULL &&
+    dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_SIGNAL &&
+    dbus_message_get_destination (message) == NULL;
+}
+
+/**
+ * Sends a legacy client's signal without a destination as one kernel
+ * multicast from its AF_BUS address, filtered by nfdbus.
+ * #FALSE with @p error set if there was no memory.
  */
 dbus_bool_t
 bus_afbus_legacy_multicast (DBusConnection *sender,
@@ -546,14 +562,14 @@ bus_afbus_legacy_multicast (DBusConnection *sender,
 {
   BusAfbusLegacy *legacy = legacy_get (sender);
 
-  if (legacy == NULL ||
-      dbus_message_get_type (message) != DBUS_MESSAGE_TYPE_SIGNAL ||
-      dbus_message_get_destination (message) != NULL)
-    return FALSE;
+  _dbus_assert (bus_afbus_legacy_multicasts (sender, message));
 
   if (!_dbus_afbus_message_set_addr (message, DBUS_AFBUS_MULTICAST (0)) ||
       !dbus_connection_send (legacy->client, message, NULL))
-    BUS_SET_OOM (error);
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
 
   return TRUE;
 }
@@ -600,10 +616,18 @@ bus_afbus_legacy_relay (DBusConnection *sender,
 }
 
 dbus_bool_t
+bus_afbus_legacy_multicasts (DBusConnection *sender,
+                             DBusMessage    *message)
+{
+  return FALSE;
+}
+
+dbus_bool_t
 bus_afbus_legacy_multicast (DBusConnection *sender,
                             DBusMessage    *message,
                             DBusError      *error)
 {
+  _dbus_assert_not_reached ("no AF_BUS, no legacy multicast");
   return FALSE;
 }
 

@@ -32,6 +32,8 @@ DBusConnection *bus_afbus_legacy_outgoing     (DBusConnection *connection);
 DBusConnection *bus_afbus_legacy_relay        (DBusConnection *sender,
                                                DBusConnection *destination,
                                                DBusMessage    *message);
+dbus_bool_t     bus_afbus_legacy_multicasts   (DBusConnection *sender,
+                                               DBusMessage    *message);
 dbus_bool_t     bus_afbus_legacy_multicast    (DBusConnection *sender,
                                                DBusMessage    *message,
                                                DBusError      *error);
