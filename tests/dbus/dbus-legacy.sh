@@ -95,6 +95,25 @@ pid=$(timeout 20 $native dbus-send --session --print-reply --dest=org.freedeskto
 expect_eq "GetConnectionUnixProcessID of a legacy client is its own pid" \
 	"$lsvc_pid" "$pid"
 
+# Native clients connecting while the daemon opens pairs for legacy
+# ones: connections queued on the listening socket before a pair's own
+# are accepted and served as usual.
+rm -f /tmp/par-*.out
+par_pids=
+i=0
+while [ $i -lt 12 ]; do
+	timeout 60 $native dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
+		org.freedesktop.DBus.GetId >/tmp/par-n$i.out 2>&1 &
+	par_pids="$par_pids $!"
+	timeout 60 $legacy dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
+		org.freedesktop.DBus.GetId >/tmp/par-l$i.out 2>&1 &
+	par_pids="$par_pids $!"
+	i=$((i + 1))
+done
+for p in $par_pids; do wait $p; done
+expect_eq "12 native and 12 legacy clients at once all get their replies" 24 \
+	"$(grep -l 'string "[0-9a-f]*"' /tmp/par-*.out | wc -l)"
+
 # Calls both ways, by unique and well-known name.
 # echo_call CLIENT DEST STRING: Echo (STRING) on DEST, as CLIENT.
 echo_call() {
@@ -221,6 +240,28 @@ expect_eq "a legacy emitter with a matching rule gets each of its signals once" 
 out=$(timeout 20 $legacy afbus-signal emit --self "type='signal',interface='com.example.Other'" \
 	com.example.Self.Ping 5 self 2>&1)
 expect_eq "... and none with a rule that does not match" "self=0" "$out"
+
+# Monitors on either transport see a legacy client's signals (kernel
+# multicasts) and its calls (through the daemon) once each.
+for t in native legacy; do
+	client=$native
+	[ $t = legacy ] && client=$legacy
+	$client dbus-monitor --session "type='signal',interface='com.example.M'" \
+		"type='method_call',interface='com.example.Echo',member='Echo'" \
+		>/tmp/mon-$t.out 2>&1 &
+	_pids="$_pids $!"
+done
+sleep 2		# dbus-monitor has no ready line
+$legacy afbus-signal emit com.example.M.Ping 2 lm
+$native afbus-signal emit com.example.M.Ping 1 nm
+echo_call "$legacy" com.example.Native monitored >/dev/null
+sleep 1
+for t in native legacy; do
+	expect_eq "a $t monitor sees 3 signals and 1 call, once each" \
+		"3 1 1" "$(grep -c 'interface=com.example.M; member=Ping$' /tmp/mon-$t.out) \
+$(grep -c 'member=Echo$' /tmp/mon-$t.out) \
+$(grep -c 'string "monitored"' /tmp/mon-$t.out)"
+done
 
 # NoReply when a legacy callee leaves mid-call.
 $legacy afbus-echo-service com.example.Hang >/tmp/hang.out 2>&1 &
