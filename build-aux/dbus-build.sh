@@ -110,6 +110,9 @@ build_key() {
 			cat "$DBUS_PATCHES/$p"
 		done
 		printf '%s\n' "${CONFIGURE_FLAGS[@]}"
+		dpkg-buildflags --get CFLAGS
+		dpkg-buildflags --get LDFLAGS
+		dpkg-buildflags --get CPPFLAGS
 		sha256sum "$0"
 		gcc --version | head -1
 	} | sha256sum | cut -d' ' -f1
@@ -132,7 +135,12 @@ prepare_tree() {
 	(cd "$DBUS_SRC" && automake --foreign) >>"$LOG" 2>&1 ||
 		die "automake failed (see $LOG)"
 	mkdir -p "$DBUS_OBJ"
-	(cd "$DBUS_OBJ" && CPPFLAGS="-I$DBUS_OBJ/afbus-include" \
+	# Debian's own build flags (-O2, hardening), as its dbus package is
+	# built: without them configure compiles everything at -O0, and the
+	# fork would be compared with Debian's optimised binaries (make bench).
+	(cd "$DBUS_OBJ" && CFLAGS="$(dpkg-buildflags --get CFLAGS)" \
+		LDFLAGS="$(dpkg-buildflags --get LDFLAGS)" \
+		CPPFLAGS="$(dpkg-buildflags --get CPPFLAGS) -I$DBUS_OBJ/afbus-include" \
 		"$DBUS_SRC/configure" "${CONFIGURE_FLAGS[@]}") >>"$LOG" 2>&1 ||
 		die "configure failed (see $LOG)"
 }
