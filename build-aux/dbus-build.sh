@@ -36,7 +36,7 @@ CONFIGURE_FLAGS=(
 	--prefix=/usr --sysconfdir=/etc --localstatedir=/var
 	--runstatedir=/run --libexecdir=/usr/libexec
 	--libdir=/usr/lib/x86_64-linux-gnu
-	--disable-static --enable-verbose-mode
+	--disable-static
 	--disable-doxygen-docs --disable-xml-docs --disable-ducktype-docs
 	--without-x --disable-x11-autolaunch --disable-systemd
 	--disable-selinux --disable-apparmor --disable-libaudit
