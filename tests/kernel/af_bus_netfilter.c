@@ -167,6 +167,8 @@ TEST_F(nf, route_drop_skips_that_recipient_only)
 	set_addr(_metadata, "drop_route", self->p[1].addr);
 	bus_send_str(_metadata, self->p[0].cfd, &self->bus, bus_mcast(0),
 		     "fan");
+	/* once per member, though the copies are made after the hook ran */
+	ASSERT_EQ(3ULL, get_param(_metadata, "route_seen"));
 	bus_expect(_metadata, self->p[0].cfd, &self->bus, self->p[0].addr,
 		   "fan");
 	bus_expect(_metadata, self->p[2].cfd, &self->bus, self->p[0].addr,
