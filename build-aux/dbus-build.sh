@@ -7,8 +7,8 @@
 #      into build/dbus-debian, once;
 #   2. build/dbus-src = that source tree (Debian's patches applied), the
 #      dbus/series patches applied on top, transport-afbus/ copied into
-#      its dbus/ and bus/ directories, and automake re-run for the
-#      patched Makefile.am files;
+#      its dbus/ and bus/ directories, and autoreconf run for the
+#      patched Makefile.am files and configure.ac;
 #   3. configure it in build/dbus-obj (out of tree; no docs, X11, systemd,
 #      SELinux, AppArmor or modular tests) and make;
 #   4. make install DESTDIR=build/dbus-stage.
@@ -44,6 +44,9 @@ CONFIGURE_FLAGS=(
 	--disable-modular-tests --disable-embedded-tests --disable-installed-tests
 	--disable-code-coverage --disable-stats
 	--with-system-socket=/run/dbus/system_bus_socket
+	# the system bus on AF_BUS when its daemon listens there (README.md,
+	# "The system bus on AF_BUS"), else the usual unix socket
+	--with-system-bus-default-address='afbus:file=/run/dbus/system_bus.afbus;unix:path=/var/run/dbus/system_bus_socket'
 )
 
 # The patch files named in dbus/series, in order.
@@ -129,11 +132,11 @@ prepare_tree() {
 			<"$DBUS_PATCHES/$p" || die "dbus/$p does not apply to dbus $DBUS_UPSTREAM_VERSION"
 	done
 	sync_new_sources
-	# Only Makefile.am files change, so automake alone (the same 1.16.5
-	# as the tarball's) regenerates what is needed; configure.ac and
-	# aclocal.m4 are the tarball's.
-	(cd "$DBUS_SRC" && automake --foreign) >>"$LOG" 2>&1 ||
-		die "automake failed (see $LOG)"
+	# The series changes Makefile.am files and configure.ac, so the
+	# autotools regenerate everything, as Debian's own build of the
+	# package does (dh_autoreconf).
+	(cd "$DBUS_SRC" && autoreconf -fi) >>"$LOG" 2>&1 ||
+		die "autoreconf failed (see $LOG)"
 	mkdir -p "$DBUS_OBJ"
 	# Debian's own build flags (-O2, hardening), as its dbus package is
 	# built: without them configure compiles everything at -O0, and the
