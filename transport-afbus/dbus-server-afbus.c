@@ -51,9 +51,15 @@
  *   directory), advertised as afbus:path=...,guid=...
  * - afbus:path=PATH binds PATH (a stale socket there is removed first,
  *   as for unix:path=)
- * - afbus:file=FILE does as afbus: and writes the path, and a newline,
- *   into FILE (mode 0644), from which clients connecting to
- *   afbus:file=FILE read it.  Both are removed when the server goes.
+ * - afbus:file=FILE binds a fresh path in FILE's directory (so that the
+ *   system bus's afbus:file=/run/dbus/system_bus.afbus is in /run/dbus,
+ *   beside its unix socket, and not in a /tmp that a client may not
+ *   share) and writes the path, and a newline, into FILE (mode 0644),
+ *   from which clients connecting to afbus:file=FILE read it.  Both are
+ *   removed when the server goes.
+ * As for unix:path= sockets, the bus gets mode 0777: who may connect is
+ * the business of authentication and policy, and of the directory's
+ * permissions, not of the socket's.
  *
  * @{
  */
@@ -256,6 +262,7 @@ listen_afbus (const char *path,
     unlink (path);
 
   if (bind (fd.fd, (struct sockaddr *) &sa, len) < 0 ||
+      chmod (path, 0777) < 0 ||
       listen (fd.fd, SOMAXCONN) < 0)
     {
       saved_errno = errno;
@@ -285,13 +292,18 @@ listen_afbus (const char *path,
   return fd;
 }
 
-/* A fresh path for a bus: DIR/dbus-afbus-XXXXXXXXXX. */
+/*
+ * A fresh path for a bus: DIR/dbus-afbus-XXXXXXXXXX, where DIR is the
+ * directory of @file, or without one $XDG_RUNTIME_DIR, else the session
+ * socket directory.
+ */
 static dbus_bool_t
 fresh_bus_path (DBusString *path,
+                const char *file,
                 DBusError  *error)
 {
   const char *dir = _dbus_getenv ("XDG_RUNTIME_DIR");
-  DBusString dir_str, filename;
+  DBusString dir_str, file_str, filename;
   dbus_bool_t ok;
 
   if (dir == NULL)
@@ -303,12 +315,21 @@ fresh_bus_path (DBusString *path,
       return FALSE;
     }
 
-  _dbus_string_init_const (&dir_str, dir);
-  ok = _dbus_string_append (&filename, "dbus-afbus-") &&
-       _dbus_generate_random_ascii (&filename, 10, error);
+  if (file != NULL)
+    {
+      _dbus_string_init_const (&file_str, file);
+      ok = _dbus_string_get_dirname (&file_str, path);
+    }
+  else
+    {
+      _dbus_string_init_const (&dir_str, dir);
+      ok = _dbus_string_copy (&dir_str, 0, path, 0);
+    }
+  ok = ok && _dbus_string_append (&filename, "dbus-afbus-");
   if (ok)
-    ok = _dbus_string_copy (&dir_str, 0, path, 0) &&
-         _dbus_concat_dir_and_file (path, &filename);
+    ok = _dbus_generate_random_ascii (&filename, 10, error);
+  if (ok)
+    ok = _dbus_concat_dir_and_file (path, &filename);
 
   if (!ok && !dbus_error_is_set (error))
     _DBUS_SET_OOM (error);
@@ -453,7 +474,7 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
           goto failed;
         }
     }
-  else if (!fresh_bus_path (&path_str, error))
+  else if (!fresh_bus_path (&path_str, file, error))
     goto failed;
 
   fd = listen_afbus (_dbus_string_get_const_data (&path_str), error);
