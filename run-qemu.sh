@@ -18,6 +18,13 @@
 #                           after the tests (any leak fails the run), and
 #                           the stress test with 2000 multicasts each way
 #                           instead of 10000
+#   ./run-qemu.sh --rootfs  a bash shell in the Debian root file system
+#                           (build-aux/rootfs-*.sh: debootstrap, GDBus,
+#                           dbus-python, busctl and the D-Bus fork), on a
+#                           virtio disk beside the busybox initramfs;
+#                           --check attaches it too and runs its tests
+#                           (tests/rootfs/), --debug --check does not
+#                           unless AFBUS_ROOTFS=1
 #   ./run-qemu.sh --bench   the benchmarks (`make bench`; README.md,
 #                           "Benchmarks"): one guest runs them all, then
 #                           build-aux/bench-report.py writes
@@ -36,6 +43,9 @@
 #                           30, and 120 with --debug; 0 skips it)
 #   AFBUS_FUZZ_SEED=S       its seed (default: random, printed; replays a run)
 #   AFBUS_STRESS_MSGS=N     multicasts each way in tests/kernel/af_bus_stress
+#   AFBUS_ROOTFS=0|1        attach the Debian root file system to a --check
+#                           run (default: 1, and 0 with --debug)
+#   AFBUS_ROOTFS_MIRROR=URL the Debian mirror debootstrap uses
 #   AFBUS_BENCH_RUNS=3, AFBUS_BENCH_CALLS=10000, AFBUS_BENCH_WARMUP=500,
 #   AFBUS_BENCH_DELIVERIES=3000, AFBUS_BENCH_SUBS=1,4,16,64,
 #   AFBUS_BENCH_GROWTH_CALLS=1000, AFBUS_BENCH_PEERS=1,16,64,256,
@@ -56,6 +66,9 @@ FUZZ_SECONDS=${AFBUS_FUZZ_SECONDS:-30}
 STRESS_MSGS=${AFBUS_STRESS_MSGS:-10000}
 GUEST_APPEND=
 CHECKPATCH_LOG=$AFBUS_BUILD/checkpatch.log
+# The Debian root file system (build-aux/rootfs-image.sh), when attached.
+ROOTFS_IMG=$AFBUS_BUILD/rootfs.img
+ROOTFS=
 
 # Kernel messages that mean something went wrong in the guest.  Matched
 # against the guest's dmesg only (not against test output).
@@ -80,16 +93,21 @@ build() {
 # run_qemu MODE [WRAPPER...]: boot the guest (through WRAPPER, such as
 # `timeout N`); the serial console is on stdio and also logged to $LOG.
 run_qemu() {
-	local mode=$1 accel=(-accel tcg)
+	local mode=$1 accel=(-accel tcg) disk=() append=
 	shift
 	[ "${AFBUS_KVM:-0}" = 1 ] && accel=(-accel kvm -cpu host)
+	# snapshot=on: the guest's writes go to a temporary file, never the image
+	if [ -n "$ROOTFS" ]; then
+		disk=(-drive "file=$ROOTFS_IMG,format=raw,if=virtio,snapshot=on")
+		append=afbus.rootfs=/dev/vda
+	fi
 	rm -f "$LOG"
 	"$@" qemu-system-x86_64 "${accel[@]}" -smp "$CPUS" -m "$MEM" \
 		-nographic -no-reboot \
 		-chardev stdio,id=console,mux=on,signal=off,logfile="$LOG" \
 		-serial chardev:console -mon chardev=console \
-		-kernel "$KERNEL" -initrd "$INITRAMFS" \
-		-append "console=ttyS0 panic=-1 afbus.mode=$mode afbus.cpus=$CPUS afbus.test_timeout=$TEST_TIMEOUT afbus.fuzz_seconds=$FUZZ_SECONDS afbus.fuzz_seed=${AFBUS_FUZZ_SEED:-} afbus.stress_msgs=$STRESS_MSGS $GUEST_APPEND ${AFBUS_APPEND:-}"
+		-kernel "$KERNEL" -initrd "$INITRAMFS" ${disk[@]+"${disk[@]}"} \
+		-append "console=ttyS0 panic=-1 $append afbus.mode=$mode afbus.cpus=$CPUS afbus.test_timeout=$TEST_TIMEOUT afbus.fuzz_seconds=$FUZZ_SECONDS afbus.fuzz_seed=${AFBUS_FUZZ_SEED:-} afbus.stress_msgs=$STRESS_MSGS $GUEST_APPEND ${AFBUS_APPEND:-}"
 }
 
 # The kernel log the guest dumped at the end, without \r.
@@ -163,6 +181,11 @@ report() {
 		fi
 	fi
 
+	if [ -z "$ROOTFS" ]; then
+		echo "skip - the Debian root file system's tests (AFBUS_ROOTFS=0)"
+		skipped=$((skipped + 1))
+	fi
+
 	line="$passed passed, $failed failed"
 	[ "$skipped" -gt 0 ] && line="$line, $skipped skipped"
 	echo "$line"
@@ -215,10 +238,11 @@ run_bench() {
 }
 
 main() {
-	local mode=shell rc=0 checkpatch_rc=0 debug=0 arg
+	local mode=shell rc=0 checkpatch_rc=0 debug=0 rootfs=0 arg
 	for arg in "$@"; do
 		case $arg in
 		--check) mode=check ;;
+		--rootfs) rootfs=1 ;;
 		--bench) mode=bench ;;
 		--debug) debug=1 ;;
 		*) usage ;;
@@ -226,6 +250,10 @@ main() {
 	done
 	[ $debug = 0 ] || use_debug_kernel
 	[ $mode != bench ] || use_bench
+	if [ $mode = check ] && [ $rootfs = 0 ]; then
+		rootfs=${AFBUS_ROOTFS:-$((1 - debug))}
+	fi
+	[ $mode != bench ] || rootfs=0
 
 	if [ "${AFBUS_SKIP_BUILD:-0}" != 1 ]; then
 		build >&2
@@ -233,6 +261,11 @@ main() {
 	fi
 	# the benchmark initramfs (cached): also with AFBUS_SKIP_BUILD (make bench)
 	[ $mode != bench ] || "$AFBUS_TOP/build-aux/mk-initramfs.sh" --bench >&2
+	# the Debian root file system (cached): also with AFBUS_SKIP_BUILD
+	if [ "$rootfs" = 1 ]; then
+		"$AFBUS_TOP/build-aux/rootfs-image.sh" >&2
+		ROOTFS=$ROOTFS_IMG
+	fi
 	[ -f "$KERNEL" ] || die "no kernel at $KERNEL"
 	[ -f "$INITRAMFS" ] || die "no initramfs at $INITRAMFS"
 

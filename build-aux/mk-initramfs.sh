@@ -4,6 +4,7 @@
 # Build the guest's initramfs, build/initramfs.cpio.gz:
 #   /init                         tests/guest/init
 #   /usr/libexec/afbus/run-tests  tests/guest/run-tests
+#   /usr/libexec/afbus/rootfs     tests/guest/rootfs
 #   /usr/bin/guest-check          build/guest/guest-check
 #   /usr/bin/nfdbus-ctl           build/nfdbus/nfdbus-ctl (with libmnl)
 #   /tests/kernel/NAME            the test binaries given as arguments
@@ -175,6 +176,8 @@ write_list() {
 
 	add_file /init "$AFBUS_TOP/tests/guest/init"
 	add_file /usr/libexec/afbus/run-tests "$AFBUS_TOP/tests/guest/run-tests"
+	# the Debian root file system's disk (run-qemu.sh --rootfs)
+	add_file /usr/libexec/afbus/rootfs "$AFBUS_TOP/tests/guest/rootfs"
 	add_file /usr/bin/guest-check "$GUEST_CHECK"
 	# nfdbus-ctl, the nfdbus rule tool, with libmnl
 	[ -x "$NFDBUS_CTL" ] && add_file /usr/bin/nfdbus-ctl "$NFDBUS_CTL"
