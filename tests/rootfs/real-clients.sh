@@ -1,0 +1,224 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Real D-Bus clients that nobody here wrote, unmodified, on one bus whose
+# daemon (the fork) listens on AF_BUS and on a unix socket at once:
+#   gdbus (GDBus: unix only), busctl (sd-bus: unix only), dbus-python on
+#   the fork's libdbus (afbus: natively, and unix: as a legacy client),
+# in conversations with the fork's own tools on AF_BUS (dbus-send,
+# afbus-echo-service, afbus-echo-client).  Calls by unique and well-known
+# name, replies, errors, signals to the subscribers whose rules match
+# (and in order), and names changing hands between AF_BUS and unix owners.
+# Runs in the Debian root file system (tests/guest/rootfs).
+. /usr/libexec/afbus/dbus-test-lib.sh
+cd /tmp
+
+D=/tmp/real-clients
+rm -rf "$D"
+mkdir -p "$D"
+AF=afbus:file=$D/bus.afbus
+UX=unix:path=$D/bus.sock
+PY=/usr/libexec/afbus/afbus-py
+
+cat >"$D/bus.conf" <<EOF
+<busconfig>
+  <type>session</type>
+  <listen>$AF</listen>
+  <listen>$UX</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+EOF
+
+dbus-daemon --config-file="$D/bus.conf" --nofork >"$D/daemon.out" 2>&1 &
+_pids="$_pids $!"
+i=0
+while { [ ! -s "$D/bus.afbus" ] || [ ! -S "$D/bus.sock" ]; } && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+# The fork's tools and afbus-echo-* use the session bus: on AF_BUS.
+DBUS_SESSION_BUS_ADDRESS=$AF
+export DBUS_SESSION_BUS_ADDRESS
+
+# gdbus_call ADDRESS DEST PATH METHOD ARGS...: gdbus call, stderr too.
+gdbus_call() {
+	a=$1 d=$2 p=$3 m=$4
+	shift 4
+	timeout 30 gdbus call --address "$a" --dest "$d" --object-path "$p" \
+		--method "$m" "$@" 2>&1
+}
+
+# ready_name FILE: the unique name a service printed with "ready".
+ready_name() {
+	wait_for_line "$1" '^(ready|queued) '
+	sed -n 's/^\(ready\|queued\) //p' "$1" | head -n 1
+}
+
+out=$($PY transport "$AF" 2>&1)
+expect_match "the daemon listens on AF_BUS: dbus-python connects with an AF_BUS socket" \
+	'^AF_BUS :' "$out"
+out=$($PY transport "$UX" 2>&1)
+expect_match "... and on the unix socket at once: dbus-python there has an AF_UNIX socket" \
+	'^AF_UNIX :' "$out"
+
+# --- a service on AF_BUS (the fork's libdbus), real clients calling it
+bg sh -c "afbus-echo-service com.example.Echo >$D/echo.out 2>&1"
+echo_u=$(ready_name "$D/echo.out")
+check "an AF_BUS service owns com.example.Echo" test -n "$echo_u"
+
+out=$(gdbus_call "$UX" com.example.Echo / com.example.Echo.Echo hello)
+expect_eq "gdbus (unix) calls the AF_BUS service by well-known name" "('hello',)" "$out"
+out=$(gdbus_call "$UX" "$echo_u" / com.example.Echo.Echo unique)
+expect_eq "gdbus calls it by unique name" "('unique',)" "$out"
+out=$(gdbus_call "$UX" com.example.Echo / com.example.Echo.Whoami)
+expect_eq "... and the well-known name leads to that unique name" "('$echo_u',)" "$out"
+out=$(gdbus_call "$UX" com.example.Echo / com.example.Echo.Fail)
+expect_match "gdbus gets the service's error by name" \
+	'GDBus\.Error:com\.example\.Echo\.Error\.Failed' "$out"
+out=$(timeout 30 busctl --address="$UX" call com.example.Echo / com.example.Echo Echo s busctl 2>&1)
+expect_eq "busctl (sd-bus, unix) calls the AF_BUS service" 's "busctl"' "$out"
+out=$(timeout 30 busctl --address="$UX" call "$echo_u" / com.example.Echo Whoami 2>&1)
+expect_eq "busctl calls it by unique name" "s \"$echo_u\"" "$out"
+out=$($PY call "$UX" com.example.Echo / com.example.Echo.Echo pyunix 2>&1)
+expect_eq "dbus-python as a unix client calls the AF_BUS service" pyunix "$out"
+out=$($PY call "$AF" com.example.Echo / com.example.Echo.Echo pyafbus 2>&1)
+expect_eq "dbus-python on AF_BUS calls it" pyafbus "$out"
+out=$($PY call "$AF" com.example.Echo / com.example.Echo.Fail 2>&1)
+expect_eq "dbus-python on AF_BUS gets its error by name" \
+	"error com.example.Echo.Error.Failed" "$out"
+
+# --- dbus-python services, one per transport, called by everyone
+bg sh -c "$PY service $UX com.example.PyU >$D/pyu.out 2>&1"
+bg sh -c "$PY service $AF com.example.PyA >$D/pya.out 2>&1"
+pyu=$(ready_name "$D/pyu.out")
+pya=$(ready_name "$D/pya.out")
+check "dbus-python services own their names (unix and AF_BUS)" \
+	test -n "$pyu" -a -n "$pya"
+
+out=$(timeout 30 dbus-send --print-reply=literal --dest=com.example.PyU \
+	/com/example/Py com.example.Py.Echo string:to-unix 2>&1)
+expect_eq "dbus-send (AF_BUS) calls the unix dbus-python service" "   to-unix" "$out"
+out=$(timeout 30 dbus-send --print-reply=literal --dest=com.example.PyA \
+	/com/example/Py com.example.Py.Echo string:to-afbus 2>&1)
+expect_eq "dbus-send (AF_BUS) calls the AF_BUS dbus-python service" "   to-afbus" "$out"
+out=$(gdbus_call "$UX" com.example.PyA /com/example/Py com.example.Py.Whoami)
+expect_eq "gdbus calls the AF_BUS dbus-python service; it answers as its owner" \
+	"('$pya',)" "$out"
+out=$(gdbus_call "$UX" "$pyu" /com/example/Py com.example.Py.Echo by-unique)
+expect_eq "gdbus calls the unix dbus-python service by unique name" "('by-unique',)" "$out"
+out=$(timeout 30 dbus-send --print-reply --dest=com.example.PyU \
+	/com/example/Py com.example.Py.Fail 2>&1)
+expect_match "dbus-send gets the unix service's error by name" \
+	'^Error com\.example\.Py\.Error\.Boom: boom' "$out"
+out=$(gdbus_call "$UX" com.example.PyA /com/example/Py com.example.Py.Fail)
+expect_match "gdbus gets the AF_BUS service's error by name" \
+	'GDBus\.Error:com\.example\.Py\.Error\.Boom: boom' "$out"
+out=$(gdbus_call "$UX" com.example.PyA /com/example/Py com.example.Py.Nope)
+expect_match "an unknown method: UnknownMethod, from the AF_BUS service" \
+	'GDBus\.Error:org\.freedesktop\.DBus\.Error\.UnknownMethod' "$out"
+out=$(gdbus_call "$UX" com.example.Nobody / com.example.Echo.Echo x)
+expect_match "gdbus to a name nobody owns: ServiceUnknown" \
+	'GDBus\.Error:org\.freedesktop\.DBus\.Error\.ServiceUnknown' "$out"
+out=$(timeout 30 dbus-send --print-reply --dest=com.example.Nobody / com.example.Echo.Echo string:x 2>&1)
+expect_match "dbus-send (AF_BUS) to it: ServiceUnknown" \
+	'^Error org\.freedesktop\.DBus\.Error\.ServiceUnknown' "$out"
+out=$(timeout 30 gdbus introspect --address "$UX" --dest com.example.PyA \
+	--object-path /com/example/Py 2>&1)
+expect_match "gdbus introspects the AF_BUS dbus-python service" \
+	'Echo\(in  s s,' "$out"
+out=$(timeout 30 busctl --address="$UX" list --no-pager --no-legend 2>&1 | awk '{print $1}' | sort | xargs)
+expect_match "busctl lists the names of both transports' clients" \
+	"com\\.example\\.Echo com\\.example\\.PyA com\\.example\\.PyU" "$out"
+
+# --- signals: each subscriber gets what its rules match, in order
+rule="type='signal',interface='com.example.Py',member='Ping'"
+bg sh -c "$PY listen $AF \"$rule\" 9 >$D/sub-af.out 2>&1"
+bg sh -c "$PY listen $UX \"$rule\" 9 >$D/sub-ux.out 2>&1"
+bg sh -c "$PY listen $AF \"type='signal',interface='com.example.Other'\" 1 >$D/sub-other.out 2>&1"
+bg sh -c "timeout 60 gdbus monitor --address $UX --dest com.example.PyA >$D/gmon.out 2>&1"
+for f in sub-af sub-ux sub-other; do
+	wait_for_line "$D/$f.out" '^ready '
+done
+wait_for_line "$D/gmon.out" 'Monitoring signals'
+sleep 1
+
+# Three from the AF_BUS service, three from the unix one, then gdbus emit
+# and busctl emit (unix senders), and dbus-send (AF_BUS) last.
+out=$(gdbus_call "$UX" com.example.PyA /com/example/Py com.example.Py.Emit a 3)
+expect_eq "the AF_BUS service emits three signals when gdbus asks" "()" "$out"
+out=$(timeout 30 dbus-send --print-reply=literal --dest=com.example.PyU \
+	/com/example/Py com.example.Py.Emit string:u uint32:3 2>&1)
+expect_eq "the unix service emits three when dbus-send asks" "" "$out"
+timeout 30 gdbus emit --address "$UX" --object-path /g --signal com.example.Py.Ping \
+	"'g'" "uint32 1" >/dev/null 2>&1
+check "gdbus emit sends a signal" test $? = 0
+timeout 30 busctl --address="$UX" emit /b com.example.Py Ping su b 1 >/dev/null 2>&1
+check "busctl emit sends a signal" test $? = 0
+timeout 30 dbus-send --type=signal /d com.example.Py.Ping string:d uint32:1
+check "dbus-send (AF_BUS) sends a signal" test $? = 0
+
+for f in sub-af sub-ux; do
+	i=0
+	while [ "$(grep -c '^Ping ' "$D/$f.out")" -lt 9 ] && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+done
+want="Ping $pya a 1|Ping $pya a 2|Ping $pya a 3|Ping $pyu u 1|Ping $pyu u 2|Ping $pyu u 3|"
+for f in sub-af sub-ux; do
+	case $f in sub-af) who="dbus-python on AF_BUS" ;; *) who="dbus-python on unix" ;; esac
+	got=$(grep '^Ping ' "$D/$f.out" | head -n 6 | tr '\n' '|')
+	expect_eq "$who gets the services' signals, in order, from their senders" "$want" "$got"
+	# three senders one after the other, but gdbus' and busctl's signals
+	# go through the daemon while dbus-send's may be a kernel multicast:
+	# their order is not defined, their set is
+	got=$(grep '^Ping ' "$D/$f.out" | sed -n '7,9p' | awk '{print $3}' | sort | tr '\n' ' ')
+	expect_eq "... then gdbus', busctl's and dbus-send's" "b d g " "$got"
+	expect_eq "... and nothing else" 9 "$(grep -c '^Ping ' "$D/$f.out")"
+done
+expect_eq "a subscriber whose rule matches none of them gets none" "" \
+	"$(grep -v '^ready ' "$D/sub-other.out")"
+out=$(grep -c "com.example.Py.Ping ('a', uint32 [123])" "$D/gmon.out")
+expect_eq "gdbus monitor (unix) of the AF_BUS service sees its three signals" 3 "$out"
+expect_eq "... and not the others' signals" 0 \
+	"$(grep -Ec "Ping \\('[ugbd]'" "$D/gmon.out")"
+
+# --- a name changing hands between an AF_BUS owner and a unix owner while
+# an AF_BUS client keeps calling it (its cached address must follow)
+bg sh -c "afbus-echo-service com.example.Hand 1 >$D/hand-a.out 2>&1"
+hand_a=$(ready_name "$D/hand-a.out")
+afbus-echo-client com.example.Hand 300 20 >"$D/hand-client.out" 2>&1 &
+client=$!
+sleep 0.7
+bg sh -c "$PY service $UX com.example.Hand 2 >$D/hand-b.out 2>&1"
+hand_b=$(ready_name "$D/hand-b.out")
+wait $client
+out=$(cat "$D/hand-client.out")
+expect_match "an AF_BUS client calling across the handover gets every reply" \
+	'^calls=300 ok=300 errors=0 ' "$out"
+expect_match "... from the AF_BUS owner, then from the unix one" \
+	"owners=.*$hand_a.*$hand_b|owners=.*$hand_b.*$hand_a" "$out"
+check "the AF_BUS owner was told it lost the name" grep -q '^lost com.example.Hand' "$D/hand-a.out"
+out=$(timeout 30 busctl --address="$UX" call org.freedesktop.DBus /org/freedesktop/DBus \
+	org.freedesktop.DBus GetNameOwner s com.example.Hand 2>&1)
+expect_eq "busctl: the unix dbus-python service owns it now" "s \"$hand_b\"" "$out"
+out=$(gdbus_call "$UX" "$hand_b" /com/example/Py com.example.Py.Quit)
+wait_gone=0
+while [ $wait_gone -lt 100 ]; do
+	out=$(gdbus_call "$UX" org.freedesktop.DBus / org.freedesktop.DBus.GetNameOwner com.example.Hand)
+	case $out in *"$hand_a"*) break ;; esac
+	sleep 0.1
+	wait_gone=$((wait_gone + 1))
+done
+expect_eq "when it quits, the name goes back to the queued AF_BUS owner" "('$hand_a',)" "$out"
+out=$(timeout 30 dbus-send --print-reply=literal --dest=com.example.Hand / \
+	com.example.Echo.Whoami 2>&1)
+expect_eq "... which AF_BUS callers reach by name again" "   $hand_a" "$out"
+out=$(gdbus_call "$UX" com.example.Hand / com.example.Echo.Whoami)
+expect_eq "... and so do unix callers" "('$hand_a',)" "$out"
+
+finish
