@@ -303,7 +303,7 @@ fresh_bus_path (DBusString *path,
                 DBusError  *error)
 {
   const char *dir = _dbus_getenv ("XDG_RUNTIME_DIR");
-  DBusString dir_str, file_str, filename;
+  DBusString dir_str, filename;
   dbus_bool_t ok;
 
   if (dir == NULL)
@@ -317,8 +317,13 @@ fresh_bus_path (DBusString *path,
 
   if (file != NULL)
     {
-      _dbus_string_init_const (&file_str, file);
-      ok = _dbus_string_get_dirname (&file_str, path);
+      const char *slash = strrchr (file, '/');
+
+      if (slash == NULL)
+        ok = _dbus_string_append (path, ".");
+      else
+        ok = _dbus_string_append_len (path, file,
+                                      slash == file ? 1 : slash - file);
     }
   else
     {
