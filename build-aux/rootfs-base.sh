@@ -9,6 +9,8 @@
 #   python3-dbus    dbus-python, on libdbus: on the fork's, it speaks
 #                   afbus: too
 #   python3-gi      GLib's main loop for dbus-python services and listeners
+#   libexpat1, libmnl0  what the fork's dbus-daemon links besides libc
+#                   (libmnl: libnfdbus)
 #   systemd         busctl: sd-bus, unix: only.  Only the package: the
 #                   guest's init stays ours (tests/guest/init) and busctl
 #                   needs no systemd running when given an address or
@@ -31,7 +33,7 @@ set -eu
 
 SUITE=bookworm
 VARIANT=minbase
-PACKAGES=libglib2.0-bin,python3-dbus,python3-gi,systemd
+PACKAGES=libglib2.0-bin,python3-dbus,python3-gi,systemd,libexpat1,libmnl0
 MIRROR=${AFBUS_ROOTFS_MIRROR:-http://deb.debian.org/debian}
 DIR=$AFBUS_BUILD/rootfs
 BASE=$DIR/base
@@ -51,9 +53,12 @@ configure_tree() {
 	local root=$1 lib
 	# Debian's libdbus moves aside for the fork's (rootfs-image.sh).
 	# (Called in an || list, where set -e does not apply: hence the returns.)
+	# Out of the library directory, where ldconfig would take the
+	# diverted file for a newer version and link libdbus-1.so.3 to it.
 	lib=$(cd "$root/usr/lib/x86_64-linux-gnu" && ls libdbus-1.so.3.*[0-9]) || return
+	mkdir -p "$root/usr/lib/x86_64-linux-gnu/diverted-by-afbus" || return
 	chroot "$root" dpkg-divert --quiet --local --rename \
-		--divert "/usr/lib/x86_64-linux-gnu/$lib.debian" \
+		--divert "/usr/lib/x86_64-linux-gnu/diverted-by-afbus/$lib" \
 		--add "/usr/lib/x86_64-linux-gnu/$lib" || return
 	# The system bus daemon's user, as Debian's dbus package makes it.
 	chroot "$root" useradd --system --user-group --home-dir /nonexistent \

@@ -83,7 +83,7 @@ key() {
 }
 
 main() {
-	local want size inodes
+	local want size inodes missing
 	"$AFBUS_TOP/build-aux/rootfs-base.sh" >/dev/null
 	make_overlay
 	want=$(key)
@@ -95,6 +95,15 @@ main() {
 	rsync -a --delete "$DIR/base/" "$TREE/"
 	cp -a "$OVERLAY/." "$TREE/"
 	ldconfig -r "$TREE"
+	cmp -s "$TREE/$LIBDIR/libdbus-1.so.3" "$DBUS_STAGE/$LIBDIR/libdbus-1.so.3" ||
+		die "libdbus-1.so.3 in $TREE is not the fork's"
+	# every program put on top finds its libraries in the tree
+	missing=$(cd "$OVERLAY" && find usr/bin usr/libexec -type f -perm -u+x |
+		while read -r f; do
+			[ "$(head -c 4 "$f" | tail -c 3)" = ELF ] || continue
+			chroot "$TREE" ldd "/$f" | sed -n "s|^\t\(.*\) => not found|/$f: \1|p"
+		done)
+	[ -z "$missing" ] || die "libraries missing from the Debian base: $missing"
 	# The tree plus a third and 64 MiB, and twice its inodes, for what
 	# the tests write.
 	size=$(du -sm "$TREE" | cut -f1)
