@@ -163,8 +163,10 @@ expect_eq "the AF_BUS service emits three signals when gdbus asks" "()" "$out"
 out=$(timeout 30 dbus-send --print-reply=literal --dest=com.example.PyU \
 	/com/example/Py com.example.Py.Emit string:u uint32:3 2>&1)
 expect_eq "the unix service emits three when dbus-send asks" "" "$out"
-timeout 30 gdbus emit --address "$UX" --object-path /g --signal com.example.Py.Ping \
-	"'g'" "uint32 1" >/dev/null 2>&1
+# (gdbus emit --address makes a peer-to-peer connection, without Hello,
+# whose messages any bus daemon drops, Debian's too: --session it is.)
+DBUS_SESSION_BUS_ADDRESS=$UX timeout 30 gdbus emit --session --object-path /g \
+	--signal com.example.Py.Ping "'g'" "uint32 1" >/dev/null 2>&1
 check "gdbus emit sends a signal" test $? = 0
 timeout 30 busctl --address="$UX" emit /b com.example.Py Ping su b 1 >/dev/null 2>&1
 check "busctl emit sends a signal" test $? = 0
@@ -197,9 +199,9 @@ known_gap_eq "dbus-python on unix gets it" G1 1 \
 	"$(grep -c '^Ping [^ ]* d 1$' "$D/sub-ux.out")"
 for f in sub-af sub-ux; do
 	case $f in sub-af) who="on AF_BUS" ;; *) who="on unix" ;; esac
-	known_gap_eq "dbus-python $who gets gdbus emit's signal" G2 1 \
+	expect_eq "dbus-python $who gets gdbus emit's signal" 1 \
 		"$(grep -c '^Ping [^ ]* g 1$' "$D/$f.out")"
-	known_gap_eq "dbus-python $who gets busctl emit's signal" G2 1 \
+	expect_eq "dbus-python $who gets busctl emit's signal" 1 \
 		"$(grep -c '^Ping [^ ]* b 1$' "$D/$f.out")"
 	expect_eq "dbus-python $who gets no other signal, and none twice" "" \
 		"$(grep '^Ping ' "$D/$f.out" | grep -Ev ' (a [123]|u [123]|[gbd] 1)$'

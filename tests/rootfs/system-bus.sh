@@ -39,7 +39,7 @@ EOF
 # start_system_bus WHO: dbus-daemon --system, and the checks that it
 # listens on both; sets SYSTEM_PID.
 start_system_bus() {
-	rm -f "$FILE" "$SOCK"
+	rm -f "$FILE" "$SOCK" /run/dbus/pid
 	mkdir -p /run/dbus
 	dbus-daemon --system --nofork >/tmp/system-daemon.out 2>&1 &
 	SYSTEM_PID=$!

@@ -10,8 +10,6 @@
 #   G1  signals that AF_BUS clients send (kernel multicasts, never seen
 #       by the daemon) do not reach unix clients; bridging unix clients
 #       through AF_BUS pairs (issue 6, "legacy") closes it
-#   G2  a signal from a unix client that disconnects right after sending
-#       it (gdbus emit, busctl emit) is often delivered to nobody
 #   G3  a system bus daemon that runs as messagebus cannot give nfdbus the
 #       match rules of a bus that root bound (EPERM: "only the bus
 #       master's uid or CAP_NET_ADMIN"), so every AF_BUS client's Hello
