@@ -111,7 +111,7 @@ main() {
 	inodes=$(find "$TREE" | wc -l)
 	rm -f "$IMG.tmp"
 	mke2fs -q -t ext4 -O ^has_journal -L afbus-root -N $((inodes * 2 + 4096)) \
-		-d "$TREE" -F "$IMG.tmp" "${size}M" || die "mke2fs failed"
+		-d "$TREE" -F "$IMG.tmp" "${size}M" >/dev/null || die "mke2fs failed"
 	mv "$IMG.tmp" "$IMG"
 	echo "$want" >"$IMG.key"
 	msg "wrote $IMG (${size} MiB)"
