@@ -12,8 +12,9 @@
 #       through AF_BUS pairs (issue 6, "legacy") closes it
 #   G3  a system bus daemon that runs as messagebus cannot give nfdbus the
 #       match rules of a bus that root bound (EPERM: "only the bus
-#       master's uid or CAP_NET_ADMIN"), so every AF_BUS client's Hello
-#       fails, and libdbus cannot fall back to the socket then
+#       master's uid or CAP_NET_ADMIN"), so every client's Hello fails:
+#       AF_BUS clients' (and libdbus cannot fall back to the socket then),
+#       and unix clients' too since they are bridged through AF_BUS pairs
 
 # known_gap_eq DESCRIPTION GAP EXPECTED ACTUAL
 known_gap_eq() {
