@@ -21,12 +21,14 @@
 
 #include <string.h>
 #include <dbus/dbus-afbus.h>
+#include <dbus/dbus-hash.h>
 #include <dbus/dbus-mainloop.h>
 #include <dbus/dbus-server-afbus.h>
 #include <dbus/dbus-transport-afbus.h>
 
 #include "bus.h"
 #include "bus-afbus.h"
+#include "bus-afbus-monitor.h"
 #include "services.h"
 #include "utils.h"
 
@@ -76,10 +78,10 @@
  * is one kernel multicast from C1, which nfdbus delivers to every client
  * with a matching rule (the legacy client itself included, through its
  * own C1, as dbus-daemon delivers a signal to its sender when it
- * matches), and which the daemon does not deliver itself, nor copy to
- * monitors: AF_BUS monitors have their rules in nfdbus too, so they get
- * the multicast, as they get an AF_BUS client's.  Copies of other
- * messages for eavesdroppers and monitors go from the daemon.
+ * matches), and which the daemon does not deliver itself.  Monitors get
+ * what a legacy client sends from the daemon, when it dispatches it:
+ * the daemon's kernel eavesdropper for monitors (bus-afbus-monitor.c)
+ * leaves out what C1 sends (bus_afbus_legacy_is_relay()).
  *
  * Since the daemon does not see the traffic between a legacy client and
  * its peers, it does the reply bookkeeping of that traffic when C1 reads
@@ -104,9 +106,12 @@ typedef struct
   DBusConnection *client;       /**< C1: our client socket on the bus */
   DBusConnection *accepted;     /**< A1: its accepted socket */
   int accepted_fd;              /**< A1's socket */
+  char *name;                   /**< C1's unique name, key in relays */
 } BusAfbusLegacy;
 
 static dbus_int32_t legacy_slot = -1;
+/* C1's unique name -> BusAfbusLegacy *, for bus_afbus_legacy_is_relay() */
+static DBusHashTable *relays = NULL;
 
 static BusAfbusLegacy *
 legacy_get (DBusConnection *connection)
@@ -313,9 +318,49 @@ legacy_free (void *data)
 {
   BusAfbusLegacy *legacy = data;
 
+  if (legacy->name != NULL)
+    _dbus_hash_table_remove_string (relays, legacy->name);
   close_relay (legacy->client, client_filter, legacy);
   close_relay (legacy->accepted, accepted_filter, legacy);
+  dbus_free (legacy->name);
   dbus_free (legacy);
+}
+
+/* Knows the pair's C1 by its unique name from now on. */
+static dbus_bool_t
+relay_register (BusAfbusLegacy *legacy)
+{
+  DBusString name;
+  dbus_uint64_t addr;
+  int fd;
+
+  if (!bus_afbus_connection_fd (legacy->connection, &fd, &addr))
+    return TRUE;        /* gone already: nothing to know */
+
+  if (relays == NULL)
+    {
+      relays = _dbus_hash_table_new (DBUS_HASH_STRING, NULL, NULL);
+      if (relays == NULL)
+        return FALSE;
+    }
+
+  if (!_dbus_string_init (&name))
+    return FALSE;
+  if (!_dbus_afbus_unique_name_from_addr (addr, &name) ||
+      !_dbus_string_steal_data (&name, &legacy->name))
+    {
+      _dbus_string_free (&name);
+      return FALSE;
+    }
+  _dbus_string_free (&name);
+
+  if (!_dbus_hash_table_insert_string (relays, legacy->name, legacy))
+    {
+      dbus_free (legacy->name);
+      legacy->name = NULL;
+      return FALSE;
+    }
+  return TRUE;
 }
 
 static dbus_bool_t
@@ -344,21 +389,6 @@ setup_relay (BusAfbusLegacy            *legacy,
   return TRUE;
 }
 
-/* The AF_BUS server the daemon listens on, or NULL. */
-static DBusServer *
-afbus_server (BusContext *context)
-{
-  DBusList **servers = bus_context_get_servers (context);
-  DBusList *link;
-
-  for (link = _dbus_list_get_first_link (servers); link != NULL;
-       link = _dbus_list_get_next_link (servers, link))
-    if (_dbus_server_is_afbus (link->data))
-      return link->data;
-
-  return NULL;
-}
-
 /**
  * Gives a legacy client (at Hello) an AF_BUS address of its own, through
  * a pair of sockets the daemon opens to its own bus.  Does nothing for
@@ -380,7 +410,7 @@ bus_afbus_legacy_attach (DBusConnection *connection,
       bus_afbus_connection_is_afbus (connection))
     return TRUE;
 
-  server = afbus_server (context);
+  server = bus_afbus_server (context);
   if (server == NULL)
     return TRUE;
 
@@ -417,6 +447,14 @@ bus_afbus_legacy_attach (DBusConnection *connection,
       !dbus_connection_set_data (connection, legacy_slot, legacy, legacy_free))
     goto oom;
 
+  /* From here on the connection owns the pair (legacy_free). */
+  if (!relay_register (legacy))
+    {
+      dbus_connection_set_data (connection, legacy_slot, NULL, NULL);
+      legacy = NULL;
+      goto oom;
+    }
+
   _dbus_verbose ("AF_BUS legacy: %p has its AF_BUS pair\n", connection);
   dbus_free (id);
   return TRUE;
@@ -444,8 +482,14 @@ bus_afbus_legacy_attach (DBusConnection *connection,
 void
 bus_afbus_legacy_detach (DBusConnection *connection)
 {
-  if (legacy_get (connection) == NULL)
+  BusAfbusLegacy *legacy = legacy_get (connection);
+
+  if (legacy == NULL)
     return;
+
+  /* Monitors' copies of what C1 sent are told from the others by its
+   * name until it closes. */
+  bus_afbus_monitor_drain (legacy->context);
 
   dbus_connection_set_data (connection, legacy_slot, NULL, NULL);
   dbus_connection_free_data_slot (&legacy_slot);
@@ -455,6 +499,16 @@ dbus_bool_t
 bus_afbus_legacy_is_legacy (DBusConnection *connection)
 {
   return legacy_get (connection) != NULL;
+}
+
+/**
+ * Whether @p name is the unique name of a legacy client's C1, whose
+ * messages are those the daemon relays for the legacy client.
+ */
+dbus_bool_t
+bus_afbus_legacy_is_relay (const char *name)
+{
+  return relays != NULL && _dbus_hash_table_lookup_string (relays, name) != NULL;
 }
 
 /** A1, the accepted socket that stands for a legacy client on the bus. */
@@ -590,6 +644,12 @@ bus_afbus_legacy_detach (DBusConnection *connection)
 
 dbus_bool_t
 bus_afbus_legacy_is_legacy (DBusConnection *connection)
+{
+  return FALSE;
+}
+
+dbus_bool_t
+bus_afbus_legacy_is_relay (const char *name)
 {
   return FALSE;
 }

@@ -303,7 +303,32 @@ bus_afbus_remove_match (DBusConnection *connection,
   dbus_free (text);
 }
 
+/* The client became a monitor: its match rules are gone, and the
+ * kernel's copies of them too (a monitor gets every signal it wants
+ * from the daemon, see bus-afbus-monitor.c). */
+void
+bus_afbus_match_flush (DBusConnection *connection)
+{
+  struct nfdbus_bus bus;
+  dbus_uint64_t peer;
+  int err;
+
+  if (!bus_afbus_connection_bus (connection, &bus, &peer) || nfdbus == NULL)
+    return;
+
+  /* ENOENT: it had none. */
+  err = nfdbus_flush (nfdbus, &bus, peer);
+  if (err < 0 && err != -ENOENT)
+    _dbus_verbose ("nfdbus: cannot remove the rules of %s: %s\n",
+                   bus_connection_get_name (connection), _dbus_strerror (-err));
+}
+
 #else /* !DBUS_HAVE_AFBUS */
+
+void
+bus_afbus_match_flush (DBusConnection *connection)
+{
+}
 
 dbus_bool_t
 bus_afbus_match_manage (DBusConnection *connection,

@@ -41,5 +41,6 @@ dbus_bool_t bus_afbus_add_match    (DBusConnection *connection,
                                     DBusError      *error);
 void        bus_afbus_remove_match (DBusConnection *connection,
                                     BusMatchRule   *rule);
+void        bus_afbus_match_flush  (DBusConnection *connection);
 
 #endif /* BUS_AFBUS_MATCH_H */

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <dbus/dbus-afbus.h>
 #include <dbus/dbus-hash.h>
+#include <dbus/dbus-server-afbus.h>
 
 #include "bus.h"
 #include "dispatch.h"
@@ -103,6 +104,21 @@ bus_afbus_connection_fd (DBusConnection *connection,
   if (addr_p != NULL)
     *addr_p = sa.sbus_addr.s_addr;
   return TRUE;
+}
+
+/* The AF_BUS server the daemon listens on (the first one), or NULL. */
+DBusServer *
+bus_afbus_server (BusContext *context)
+{
+  DBusList **servers = bus_context_get_servers (context);
+  DBusList *link;
+
+  for (link = _dbus_list_get_first_link (servers); link != NULL;
+       link = _dbus_list_get_next_link (servers, link))
+    if (_dbus_server_is_afbus (link->data))
+      return link->data;
+
+  return NULL;
 }
 
 dbus_bool_t
@@ -501,6 +517,12 @@ bus_afbus_forwarded_after_dispatch (BusContext     *context,
 }
 
 #else /* !DBUS_HAVE_AFBUS */
+
+DBusServer *
+bus_afbus_server (BusContext *context)
+{
+  return NULL;
+}
 
 dbus_bool_t
 bus_afbus_connection_is_afbus (DBusConnection *connection)

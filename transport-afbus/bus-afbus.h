@@ -22,6 +22,7 @@
 #include <dbus/dbus-string.h>
 #include "connection.h"
 
+DBusServer *bus_afbus_server              (BusContext     *context);
 dbus_bool_t bus_afbus_connection_is_afbus (DBusConnection *connection);
 dbus_bool_t bus_afbus_connection_fd       (DBusConnection *connection,
                                            int            *fd_p,

@@ -1,0 +1,610 @@
+/* -*- mode: C; c-file-style: "gnu"; indent-tabs-mode: nil; -*- */
+/* bus-afbus-monitor.c  monitors see the direct traffic of AF_BUS clients
+ *
+ * SPDX-License-Identifier: AFL-2.1 OR GPL-2.0-or-later
+ *
+ * Licensed under the Academic Free License version 2.1
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 2 of the License, or
+ * (at your option) any later version.
+ *
+ * This program is distributed in the hope that it will be useful,
+ * but WITHOUT ANY WARRANTY; without even the implied warranty of
+ * MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+ * GNU General Public License for more details.
+ */
+
+#include <config.h>
+#include "bus-afbus-monitor.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <dbus/dbus-afbus.h>
+#include <dbus/dbus-list.h>
+#include <dbus/dbus-mainloop.h>
+#include <dbus/dbus-message-internal.h>
+#include <dbus/dbus-server-afbus.h>
+#include <dbus/dbus-watch.h>
+
+#include "bus.h"
+#include "bus-afbus.h"
+#include "bus-afbus-legacy.h"
+#include "services.h"
+#include "utils.h"
+
+/*
+ * Monitors (BecomeMonitor) on a bus with AF_BUS clients: AF_BUS clients
+ * send most of their messages to each other through the kernel, which
+ * the daemon never sees.  So while there is a monitor, the daemon has
+ * the kernel copy the whole bus to it: it connects a socket of its own to
+ * its bus (the "tap", which never joins), and makes it an eavesdropper
+ * with BUS_SET_EAVESDROP on its accepted side (af_bus.rst,
+ * "Eavesdropping").  The kernel queues the tap a copy of every message on
+ * the bus, under the bus lock, so in the bus's total order, with the
+ * sender's address.  The tap closes when the last monitor leaves: then
+ * the bus costs nothing more than without monitors.
+ *
+ * Each message then reaches the monitors once, through the monitors'
+ * match rules (bus_transaction_capture(), as upstream):
+ * - What an AF_BUS client sends (to a peer, as a multicast, or to the
+ *   daemon) comes from the tap, with its SENDER set to the client's
+ *   unique name (the name of the address the kernel gives, as the
+ *   daemon names AF_BUS clients), attributed to the client's connection.
+ *   The daemon does not capture what it receives from AF_BUS clients
+ *   itself (bus_afbus_monitor_before_capture()).
+ * - What the daemon sends (its replies, errors and signals, messages it
+ *   forwards to AF_BUS clients, the copies of a signal it sends each
+ *   recipient) and what legacy clients send (bus-afbus-legacy.c: through
+ *   the daemon, which then writes it out of the legacy client's own
+ *   AF_BUS socket, C1) is captured by the daemon as upstream does, once,
+ *   when it sends or dispatches it; the tap leaves out messages from the
+ *   master (address 0) and from C1 sockets.
+ *
+ * Order: the tap's messages keep the kernel's order.  Before the daemon
+ * dispatches a message, and before it captures one, it reads everything
+ * the tap has (bus_afbus_monitor_drain()), so what it captures comes
+ * after every message the kernel carried before: its reply to a call
+ * after the call, NameOwnerChanged after the RequestName, a legacy
+ * client's message after what the kernel carried before the daemon
+ * dispatched it.  A message the daemon sends is captured when it is
+ * queued, before it is written to the kernel: messages the kernel
+ * carries in between come after it.
+ *
+ * Loss: the tap's queue is the longest the kernel allows
+ * (BUS_SET_MAXQLEN, 1048576 messages).  The kernel never holds up the bus
+ * for an eavesdropper: when the queue is full it drops the copy and
+ * counts it, and with SO_RXQ_OVFL set every later message the tap reads
+ * says how many were dropped so far.  Monitors that missed messages are
+ * told so by being disconnected (and the daemon logs a warning), as is
+ * every monitor if the tap fails; a new monitor gets a new tap.
+ */
+
+#ifdef DBUS_HAVE_AFBUS
+
+#include <sys/socket.h>
+
+/* The longest receive queue BUS_SET_MAXQLEN takes. */
+#define TAP_MAX_QLEN (1024 * 1024)
+/* Messages read from the tap per main loop wakeup: then the loop's other
+ * sources get their turn. */
+#define TAP_READS_PER_WAKEUP 256
+
+typedef struct
+{
+  BusContext        *context;
+  DBusSocket         client;      /**< the eavesdropper */
+  DBusSocket         accepted;    /**< its accepted socket */
+  DBusWatch         *watch;
+  DBusMessageLoader *loader;
+  DBusString         name;        /**< the sender's unique name */
+  dbus_uint32_t      drops;       /**< SO_RXQ_OVFL: copies dropped so far */
+} BusAfbusTap;
+
+static BusAfbusTap *tap = NULL;
+/* DBusConnection *: the monitors, each once */
+static DBusList *monitors = NULL;
+/* The tap's own captures are under way. */
+static dbus_bool_t replaying = FALSE;
+
+static void tap_close (void);
+
+/* The monitors missed messages, or will: they learn it by being
+ * disconnected. */
+static void
+monitors_lost (BusContext *context,
+               const char *why)
+{
+  DBusList *link;
+
+  bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
+                   "Disconnecting the monitors of the AF_BUS bus: %s", why);
+
+  for (link = _dbus_list_get_first_link (&monitors); link != NULL;
+       link = _dbus_list_get_next_link (&monitors, link))
+    dbus_connection_close (link->data);
+}
+
+/* The connection with the unique or well-known name @name, if any. */
+static DBusConnection *
+lookup_owner (BusContext *context,
+              const char *name)
+{
+  BusService *service;
+  DBusString str;
+
+  if (name == NULL)
+    return NULL;
+
+  _dbus_string_init_const (&str, name);
+  service = bus_registry_lookup (bus_context_get_registry (context), &str);
+  if (service == NULL)
+    return NULL;
+
+  return bus_service_get_primary_owners_connection (service);
+}
+
+/* A copy of an AF_BUS client's message, for the monitors.  Without
+ * memory the monitors miss it. */
+static void
+replay (BusAfbusTap *t,
+        DBusMessage *message)
+{
+  const char *name = _dbus_string_get_const_data (&t->name);
+  BusTransaction *transaction;
+  DBusConnection *sender, *recipient;
+
+  /* As bus_dispatch() does; the sender is who the kernel says.  A
+   * client not yet named (its Hello) counts as no connection. */
+  if (!_dbus_message_remove_unknown_fields (message) ||
+      !dbus_message_set_container_instance (message, NULL) ||
+      !dbus_message_set_sender (message, name))
+    goto oom;
+
+  sender = lookup_owner (t->context, name);
+  recipient = lookup_owner (t->context, dbus_message_get_destination (message));
+
+  transaction = bus_transaction_new (t->context);
+  if (transaction == NULL)
+    goto oom;
+
+  replaying = TRUE;
+  if (!bus_transaction_capture (transaction, sender, recipient, message))
+    {
+      replaying = FALSE;
+      bus_transaction_cancel_and_free (transaction);
+      goto oom;
+    }
+  replaying = FALSE;
+
+  bus_transaction_execute_and_free (transaction);
+  return;
+
+ oom:
+  bus_context_log (t->context, DBUS_SYSTEM_LOG_WARNING,
+                   "No memory to show monitors a message from %s", name);
+}
+
+/* Reads the next message into the loader, with its fds; FALSE on OOM
+ * (the message stays in the kernel). */
+static dbus_bool_t
+read_message (BusAfbusTap *t,
+              int          len,
+              int         *bytes)
+{
+  union {
+    struct cmsghdr hdr;
+    /* the fds, and the drop count, which the kernel puts first */
+    char buf[CMSG_SPACE (sizeof (dbus_uint32_t)) +
+             CMSG_SPACE (sizeof (int) * DBUS_DEFAULT_MESSAGE_UNIX_FDS)];
+  } cmsgbuf;
+  struct cmsghdr *cm;
+  struct msghdr msg;
+  struct iovec iov;
+  DBusString *buffer;
+  int *fds = NULL;
+  unsigned int n_fds = 0, max_fds = 0, got_fds = 0;
+  int start;
+
+  _dbus_message_loader_get_buffer (t->loader, &buffer, NULL, NULL);
+  start = _dbus_string_get_length (buffer);
+  if (!_dbus_string_lengthen (buffer, len))
+    {
+      _dbus_message_loader_return_buffer (t->loader, buffer);
+      return FALSE;
+    }
+
+#ifdef HAVE_UNIX_FD_PASSING
+  if (!_dbus_message_loader_get_unix_fds (t->loader, &fds, &n_fds))
+    {
+      _dbus_string_set_length (buffer, start);
+      _dbus_message_loader_return_buffer (t->loader, buffer);
+      return FALSE;
+    }
+  max_fds = n_fds < DBUS_DEFAULT_MESSAGE_UNIX_FDS ?
+    n_fds : DBUS_DEFAULT_MESSAGE_UNIX_FDS;
+#endif
+
+  iov.iov_base = _dbus_string_get_data_len (buffer, start, len);
+  iov.iov_len = len;
+  _DBUS_ZERO (msg);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  _DBUS_ZERO (cmsgbuf);
+  msg.msg_control = cmsgbuf.buf;
+  msg.msg_controllen = CMSG_SPACE (sizeof (dbus_uint32_t)) +
+    CMSG_SPACE (sizeof (int) * max_fds);
+
+  do
+    *bytes = recvmsg (t->client.fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  while (*bytes < 0 && errno == EINTR);
+
+  for (cm = CMSG_FIRSTHDR (&msg); *bytes >= 0 && cm != NULL;
+       cm = CMSG_NXTHDR (&msg, cm))
+    {
+      if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+        {
+          unsigned int i, n = (cm->cmsg_len - CMSG_LEN (0)) / sizeof (int);
+          int *cfds = (int *) (void *) CMSG_DATA (cm);
+
+          for (i = 0; i < n; i++)
+            {
+              if (got_fds < max_fds)
+                fds[got_fds++] = cfds[i];
+              else
+                close (cfds[i]);
+            }
+        }
+    }
+
+#ifdef HAVE_UNIX_FD_PASSING
+  _dbus_message_loader_return_unix_fds (t->loader, fds, got_fds);
+#endif
+  if (*bytes != len)
+    _dbus_string_set_length (buffer, start);
+  _dbus_message_loader_return_buffer (t->loader, buffer);
+  return TRUE;
+}
+
+/* The loader after a datagram that was not one whole message. */
+static dbus_bool_t
+reset_loader (BusAfbusTap *t)
+{
+  _dbus_message_loader_unref (t->loader);
+  t->loader = _dbus_message_loader_new ();
+  return t->loader != NULL;
+}
+
+/* Handles the next message of the tap: 1 if there was one, 0 if none
+ * is left, -1 if the tap failed (it is closed then). */
+static int
+tap_read_one (void)
+{
+  union {
+    struct cmsghdr hdr;
+    char buf[CMSG_SPACE (sizeof (dbus_uint32_t))];
+  } cmsgbuf;
+  struct sockaddr_bus sa;
+  struct cmsghdr *cm;
+  struct msghdr msg;
+  BusAfbusTap *t = tap;
+  DBusMessage *message, *extra;
+  dbus_uint64_t source;
+  int len, bytes;
+
+  /* Who sent the next message, its size and the drop count, without
+   * taking it. */
+  _DBUS_ZERO (msg);
+  _DBUS_ZERO (sa);
+  _DBUS_ZERO (cmsgbuf);
+  msg.msg_name = &sa;
+  msg.msg_namelen = sizeof (sa);
+  msg.msg_control = cmsgbuf.buf;
+  msg.msg_controllen = sizeof (cmsgbuf.buf);
+  do
+    len = recvmsg (t->client.fd, &msg, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+  while (len < 0 && errno == EINTR);
+
+  if (len < 0 && errno == EAGAIN)
+    return 0;
+  if (len < 0 || msg.msg_namelen == 0)
+    {
+      char why[128];
+
+      snprintf (why, sizeof (why), "the kernel's copy of the bus failed: %s",
+                len < 0 ? _dbus_strerror (errno) : "end of file");
+      monitors_lost (t->context, why);
+      tap_close ();
+      return -1;
+    }
+
+  for (cm = CMSG_FIRSTHDR (&msg); cm != NULL; cm = CMSG_NXTHDR (&msg, cm))
+    {
+      if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL)
+        {
+          dbus_uint32_t drops;
+
+          memcpy (&drops, CMSG_DATA (cm), sizeof (drops));
+          if (drops != t->drops)
+            {
+              char why[128];
+
+              snprintf (why, sizeof (why),
+                        "they missed %u messages (the kernel's queue of"
+                        " copies for them was full)", drops - t->drops);
+              t->drops = drops;
+              monitors_lost (t->context, why);
+            }
+        }
+    }
+
+  source = sa.sbus_addr.s_addr;
+  _dbus_string_set_length (&t->name, 0);
+  if (source == DBUS_AFBUS_MASTER ||
+      !_dbus_afbus_unique_name_from_addr (source, &t->name) ||
+      bus_afbus_legacy_is_relay (_dbus_string_get_const_data (&t->name)))
+    {
+      /* The daemon's and legacy clients' messages: it captured them
+       * itself.  (Without memory for the name, a client's is lost.)  The
+       * kernel closes the fds of a message read without room for them. */
+      do
+        bytes = recv (t->client.fd, NULL, 0, MSG_DONTWAIT | MSG_TRUNC);
+      while (bytes < 0 && errno == EINTR);
+      return 1;
+    }
+
+  if (!read_message (t, len, &bytes))
+    {
+      /* Without memory: the message stays in the kernel; the watch
+       * calls again. */
+      _dbus_wait_for_memory ();
+      return 1;
+    }
+
+  if (bytes != len || !_dbus_message_loader_queue_messages (t->loader) ||
+      _dbus_message_loader_get_is_corrupted (t->loader))
+    {
+      /* Not one D-Bus message (the authentication of a client, say),
+       * or no memory to look at it. */
+      _dbus_verbose ("AF_BUS monitors: not a message from %s\n",
+                     _dbus_string_get_const_data (&t->name));
+      if (!reset_loader (t))
+        {
+          monitors_lost (t->context, "no memory");
+          tap_close ();
+          return -1;
+        }
+      return 1;
+    }
+
+  message = _dbus_message_loader_pop_message (t->loader);
+  extra = _dbus_message_loader_pop_message (t->loader);
+  if (message == NULL || extra != NULL)
+    {
+      /* Part of a message, or more than one: not a client's datagram. */
+      if (message != NULL)
+        dbus_message_unref (message);
+      if (extra != NULL)
+        dbus_message_unref (extra);
+      if (!reset_loader (t))
+        {
+          monitors_lost (t->context, "no memory");
+          tap_close ();
+          return -1;
+        }
+      return 1;
+    }
+
+  replay (t, message);
+  dbus_message_unref (message);
+  return 1;
+}
+
+/**
+ * Shows the monitors every message the kernel copied to the tap so far.
+ */
+void
+bus_afbus_monitor_drain (BusContext *context)
+{
+  if (replaying)
+    return;
+
+  while (tap != NULL && tap_read_one () > 0)
+    ;
+}
+
+static dbus_bool_t
+tap_watch (DBusWatch    *watch,
+           unsigned int  flags,
+           void         *data)
+{
+  int i;
+
+  for (i = 0; i < TAP_READS_PER_WAKEUP && tap != NULL; i++)
+    if (tap_read_one () <= 0)
+      break;
+
+  return TRUE;
+}
+
+static void
+tap_close (void)
+{
+  BusAfbusTap *t = tap;
+
+  if (t == NULL)
+    return;
+  tap = NULL;
+
+  if (t->watch != NULL)
+    {
+      _dbus_loop_remove_watch (bus_context_get_loop (t->context), t->watch);
+      _dbus_watch_invalidate (t->watch);
+      _dbus_watch_unref (t->watch);
+    }
+  if (t->loader != NULL)
+    _dbus_message_loader_unref (t->loader);
+  _dbus_string_free (&t->name);
+  if (_dbus_socket_is_valid (t->client))
+    _dbus_close_socket (t->client, NULL);
+  if (_dbus_socket_is_valid (t->accepted))
+    _dbus_close_socket (t->accepted, NULL);
+  dbus_free (t);
+  _dbus_verbose ("AF_BUS monitors: the tap is closed\n");
+}
+
+static dbus_bool_t
+tap_open (BusContext *context,
+          DBusError  *error)
+{
+  DBusServer *server = bus_afbus_server (context);
+  BusAfbusTap *t;
+  int qlen = TAP_MAX_QLEN, one = 1;
+
+  if (tap != NULL || server == NULL)
+    return TRUE;
+
+  t = dbus_new0 (BusAfbusTap, 1);
+  if (t == NULL)
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+  t->context = context;
+  _dbus_socket_invalidate (&t->client);
+  _dbus_socket_invalidate (&t->accepted);
+  if (!_dbus_string_init (&t->name))
+    {
+      dbus_free (t);
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+  tap = t;
+
+  if (!_dbus_server_afbus_connect_self (server, &t->client, &t->accepted,
+                                        error))
+    goto failed;
+
+  if (setsockopt (t->accepted.fd, SOL_BUS, BUS_SET_MAXQLEN,
+                  &qlen, sizeof (qlen)) < 0 ||
+      setsockopt (t->client.fd, SOL_SOCKET, SO_RXQ_OVFL,
+                  &one, sizeof (one)) < 0 ||
+      setsockopt (t->accepted.fd, SOL_BUS, BUS_SET_EAVESDROP, NULL, 0) < 0)
+    {
+      dbus_set_error (error, _dbus_error_from_errno (errno),
+                      "Cannot have the kernel copy the AF_BUS bus"
+                      " for monitors: %s", _dbus_strerror (errno));
+      goto failed;
+    }
+
+  t->loader = _dbus_message_loader_new ();
+  t->watch = _dbus_watch_new (t->client.fd, DBUS_WATCH_READABLE, TRUE,
+                              tap_watch, NULL, NULL);
+  if (t->loader == NULL || t->watch == NULL ||
+      !_dbus_loop_add_watch (bus_context_get_loop (context), t->watch))
+    {
+      if (t->watch != NULL)
+        {
+          _dbus_watch_invalidate (t->watch);
+          _dbus_watch_unref (t->watch);
+          t->watch = NULL;
+        }
+      BUS_SET_OOM (error);
+      goto failed;
+    }
+
+  _dbus_verbose ("AF_BUS monitors: the tap is open\n");
+  return TRUE;
+
+ failed:
+  tap_close ();
+  return FALSE;
+}
+
+/**
+ * A connection becomes a monitor: on an AF_BUS bus the kernel copies the
+ * bus for the monitors from now on.
+ */
+dbus_bool_t
+bus_afbus_monitor_add (DBusConnection *monitor,
+                       DBusError      *error)
+{
+  BusContext *context = bus_connection_get_context (monitor);
+
+  if (!_dbus_list_append (&monitors, monitor))
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+
+  if (!tap_open (context, error))
+    {
+      _dbus_list_remove_last (&monitors, monitor);
+      return FALSE;
+    }
+
+  return TRUE;
+}
+
+/**
+ * A monitor leaves (or did not become one after all); with the last one
+ * the tap closes.
+ */
+void
+bus_afbus_monitor_remove (DBusConnection *monitor)
+{
+  _dbus_list_remove_last (&monitors, monitor);
+  if (monitors == NULL)
+    tap_close ();
+}
+
+/**
+ * Whether the daemon captures a message from @p sender for monitors
+ * (#FALSE: it reaches them from the kernel, being an AF_BUS client's).
+ * When it does, what the kernel carried until now goes first.
+ */
+dbus_bool_t
+bus_afbus_monitor_before_capture (BusContext     *context,
+                                  DBusConnection *sender)
+{
+  if (tap == NULL || replaying)
+    return TRUE;
+
+  if (sender != NULL && !bus_afbus_legacy_is_legacy (sender) &&
+      bus_afbus_connection_is_afbus (sender))
+    return FALSE;
+
+  bus_afbus_monitor_drain (context);
+  return TRUE;
+}
+
+#else /* !DBUS_HAVE_AFBUS */
+
+dbus_bool_t
+bus_afbus_monitor_add (DBusConnection *monitor,
+                       DBusError      *error)
+{
+  return TRUE;
+}
+
+void
+bus_afbus_monitor_remove (DBusConnection *monitor)
+{
+}
+
+void
+bus_afbus_monitor_drain (BusContext *context)
+{
+}
+
+dbus_bool_t
+bus_afbus_monitor_before_capture (BusContext     *context,
+                                  DBusConnection *sender)
+{
+  return TRUE;
+}
+
+#endif /* DBUS_HAVE_AFBUS */
