@@ -142,7 +142,8 @@ $legacy afbus-signal emit com.example.M.Ping 2 lm
 # Order: three AF_BUS clients multicast 60 signals each at once; the
 # monitor sees them in the order a subscriber received them.
 $native afbus-signal listen "type='signal',interface='com.example.O'" >/tmp/mn-sub.out 2>&1 &
-_pids="$_pids $!"
+sub_pid=$!
+_pids="$_pids $sub_pid"
 wait_ready /tmp/mn-sub.out
 e_pids=
 for p in a b c; do
@@ -208,8 +209,9 @@ expect_eq "... the 7 com.example.M signals" 7 "$(count $f 'interface=com.example
 expect_eq "... and no reply, no other signal, no other call" 0 \
 	"$(count $f '^(method return|error) |interface=com.example.O|member=GetId')"
 
-# The monitors leave: so does the daemon's eavesdropper.
-kill $mon_all $mon_leg $mon_rule
+# The monitors leave (and the subscriber): so does the daemon's
+# eavesdropper.
+kill $mon_all $mon_leg $mon_rule $sub_pid
 i=0
 while [ "$(eavesdroppers)" != 0 ] && [ $i -lt 100 ]; do
 	sleep 0.1
