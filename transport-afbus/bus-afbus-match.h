@@ -20,6 +20,7 @@
 #define BUS_AFBUS_MATCH_H
 
 #include <dbus/dbus.h>
+#include <dbus/dbus-afbus.h>
 #include "connection.h"
 #include "signals.h"
 
