@@ -116,7 +116,7 @@ build_key() {
 		dpkg-buildflags --get CFLAGS
 		dpkg-buildflags --get LDFLAGS
 		dpkg-buildflags --get CPPFLAGS
-		sha256sum "$0"
+		sha256sum <"$0"
 		gcc --version | head -1
 	} | sha256sum | cut -d' ' -f1
 }

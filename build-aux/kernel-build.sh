@@ -41,7 +41,7 @@ build_key() {
 	{
 		series_hash
 		for f in $FRAGMENTS; do echo "== $f"; cat "$f"; done
-		sha256sum "$0"
+		sha256sum <"$0"
 		gcc --version | head -1
 	} | sha256sum | cut -d' ' -f1
 }
