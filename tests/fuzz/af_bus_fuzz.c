@@ -187,17 +187,41 @@ void report(const char *fmt, ...)
 }
 
 /*
- * Check the result of one call: ret < 0 must come with an errno in
- * allowed or in the errors every descriptor call may give.
+ * Whether fd still names the AF_BUS socket t->fd named when the
+ * operation began.  Another thread may close a slot's descriptor at any
+ * moment, and its number then names whatever is opened next: a netlink
+ * socket of nfdbus_ops.c, or another AF_BUS socket in another state.
  */
-static bool is_bus_socket(int fd)
+static bool same_bus_socket(const struct thread_ctx *t)
 {
 	int domain;
 	socklen_t len = sizeof(domain);
+	struct stat st;
 
-	return !getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) &&
-	       domain == AF_BUS;
+	if (getsockopt(t->fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) ||
+	    domain != AF_BUS || fstat(t->fd, &st))
+		return false;
+	return st.st_dev == t->fd_dev && st.st_ino == t->fd_ino;
 }
+
+/* The operations that follow are on fd (-1: on none). */
+static void operate_on(struct thread_ctx *t, int fd)
+{
+	struct stat st;
+
+	t->fd = fd;
+	t->fd_dev = 0;
+	t->fd_ino = 0;
+	if (fd >= 0 && !fstat(fd, &st)) {
+		t->fd_dev = st.st_dev;
+		t->fd_ino = st.st_ino;
+	}
+}
+
+/*
+ * Check the result of one call: ret < 0 must come with an errno in
+ * allowed or in the errors every descriptor call may give.
+ */
 
 void check(struct thread_ctx *t, const char *what, long ret,
 	   const int *allowed, const char *detail)
@@ -208,11 +232,11 @@ void check(struct thread_ctx *t, const char *what, long ret,
 	t->nops++;
 	if (ret >= 0 || in_list(common, err) || in_list(allowed, err))
 		return;
-	if (t->fd >= 0 && !is_bus_socket(t->fd)) {
+	if (t->fd >= 0 && !same_bus_socket(t)) {
 		/*
 		 * A close race: another thread closed the descriptor and
-		 * its number now names some other file (a netlink socket
-		 * of nfdbus_ops.c, say), whose errors are not AF_BUS's.
+		 * its number now names some other file, whose errors are
+		 * not those of the socket the operation was meant for.
 		 */
 		__atomic_add_fetch(&sh->raced, 1, __ATOMIC_RELAXED);
 		return;
@@ -495,7 +519,7 @@ static void op_session(struct thread_ctx *t)
 		fds[n++] = a;
 	}
 	for (i = 4 * n; i > 0 && n; i--) {
-		t->fd = fds[below(r, n)];
+		operate_on(t, fds[below(r, n)]);
 		if (chance(r, 15))
 			op_dbus_mcast(t, t->fd);
 		else if (chance(r, 55))
@@ -503,7 +527,7 @@ static void op_session(struct thread_ctx *t)
 		else
 			op_recv(t, t->fd);
 	}
-	t->fd = -1;
+	operate_on(t, -1);
 	for (i = 0; i < n; i++)
 		slot_put(r, fds[i]);
 	if (m >= 0)
@@ -983,9 +1007,9 @@ static void one_op(struct thread_ctx *t)
 		if (fuzz_ops[i].any) {
 			fuzz_ops[i].any(t);
 		} else if (fd >= 0) {
-			t->fd = fd;
+			operate_on(t, fd);
 			fuzz_ops[i].on_fd(t, fd);
-			t->fd = -1;
+			operate_on(t, -1);
 		}
 		return;
 	}
@@ -1286,6 +1310,9 @@ int main(int argc, char **argv)
 		       sh->dbus_sent, sh->dbus_refused, sh->dbus_strict,
 		       sh->netns_moves);
 
+	/* again here, where the end of a long log shows them */
+	for (i = 0; i < (unsigned int)sh->nreports && i < MAX_REPORTS; i++)
+		ksft_print_msg("unexpected: %s\n", sh->reports[i]);
 	if (sh->unexpected)
 		ksft_test_result_fail("%" PRIu64 " unexpected results (seed %#" PRIx64 ")\n",
 				      sh->unexpected, opt_seed);

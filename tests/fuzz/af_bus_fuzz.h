@@ -81,6 +81,8 @@ struct thread_ctx {
 	unsigned char *buf;		/* BIGMSG bytes to receive into */
 	struct fuzz_nfdbus *nfd;	/* nfdbus_ops.c's state, or NULL */
 	int fd;				/* the descriptor operated on, or -1 */
+	dev_t fd_dev;			/* and the file it named when the */
+	ino_t fd_ino;			/* operation began (0: closed then) */
 };
 
 /* ---- af_bus_fuzz.c ---- */
