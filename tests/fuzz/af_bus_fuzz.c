@@ -752,9 +752,12 @@ static void op_setsockopt(struct thread_ctx *t, int fd)
 		return;
 	}
 	if (chance(r, 10)) {
-		/* any level but SOL_SOCKET's, whose errors are the core's */
+		/*
+		 * any level but SOL_SOCKET's, whose errors are the core's,
+		 * and SOL_BUS, whose options are chosen above
+		 */
 		level = below(r, 300);
-		if (level == SOL_SOCKET)
+		if (level == SOL_SOCKET || level == SOL_BUS)
 			level = 0;
 		name = below(r, 70);
 		snprintf(detail, sizeof(detail), "level %d name %d", level, name);
