@@ -190,9 +190,14 @@ struct nfdbus *nfdbus_open(void)
 	nlh = nfdbus_msg(h, GENL_ID_CTRL, 1, CTRL_CMD_GETFAMILY, NLM_F_ACK);
 	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, NFDBUS_GENL_NAME);
 	err = nfdbus_talk(h, nlh, nfdbus_family_cb, h);
-	if (err || !h->family) {
-		/* no such family: the nfdbus module is not there */
-		errno = err ? -err : ENOENT;
+	if (err) {
+		/* ENOENT: no such family, the nfdbus module is not there */
+		errno = -err;
+		goto fail;
+	}
+	if (!h->family) {
+		/* an ack without the reply that carries the family's id */
+		errno = EPROTO;
 		goto fail;
 	}
 	return h;

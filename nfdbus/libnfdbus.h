@@ -44,7 +44,11 @@ struct nfdbus_rule_info {
 typedef int (*nfdbus_rule_cb)(const struct nfdbus_rule_info *info,
 			      void *data);
 
-/* Open a netlink socket and find the family; NULL and errno on failure. */
+/*
+ * Open a netlink socket and find the family; NULL and errno on failure:
+ * ENOENT when the kernel has no nfdbus family, EPROTO when the reply
+ * with its id never came (only the acknowledgement did).
+ */
 struct nfdbus *nfdbus_open(void);
 void nfdbus_close(struct nfdbus *h);
 /* The kernel's extended ack message of the last failure, or "". */

@@ -111,7 +111,9 @@ static struct nfdbus *nl_open(struct thread_ctx *t)
 		 * The ticker's signals, or another thread's close race on a
 		 * stale descriptor number that was the new netlink socket's
 		 * (bind() of an AF_BUS socket to a netlink address gives
-		 * EINVAL): counted like a resync, not a failure.
+		 * EINVAL; a recv on the stale number takes the family's
+		 * reply and leaves the ack, EPROTO): counted like a resync,
+		 * not a failure.
 		 */
 		count(&sh->nl_resync);
 	} else if (!h) {
