@@ -349,4 +349,60 @@ TEST_F(bus, epoll_pollout_after_full_recipient_reads)
 	close(ep);
 }
 
+/*
+ * libdbus asks for EPOLLOUT only while it has something to write: a
+ * socket added for EPOLLIN alone, changed to EPOLLOUT too after a send
+ * found a recipient full, is woken when that recipient reads.  (epoll
+ * registers its wait queue entries when a socket is added, not when its
+ * events change: poll must put every poller on the bus' queue.)
+ */
+TEST_F(bus, epoll_pollout_asked_later_woken_when_full_recipient_reads)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ep = epoll_create1(0);
+	char buf[8];
+
+	ASSERT_LE(0, ep);
+	ASSERT_OK(epoll_ctl(ep, EPOLL_CTL_ADD, self->p[0].cfd, &ev));
+	fill_p1(_metadata, self);
+	ASSERT_ERRNO(EAGAIN, bus_sendto(self->p[0].cfd, &self->bus,
+					self->p[1].addr, "x", 1,
+					MSG_DONTWAIT));
+	ev.events = EPOLLIN | EPOLLOUT;
+	ASSERT_OK(epoll_ctl(ep, EPOLL_CTL_MOD, self->p[0].cfd, &ev));
+	ASSERT_EQ(0, epoll_wait(ep, &ev, 1, 50));
+	ASSERT_EQ(4, recv(self->p[1].cfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(1, epoll_wait(ep, &ev, 1, BUS_TIMEOUT_MS));
+	ASSERT_EQ(EPOLLOUT, ev.events & (EPOLLOUT | EPOLLIN));
+	close(ep);
+}
+
+/* A poller that asks for POLLIN only is still woken by a message. */
+static long poll_in_call(void *arg)
+{
+	struct pollfd pfd = { .fd = *(int *)arg, .events = POLLIN };
+
+	return poll(&pfd, 1, 10000) == 1 ? pfd.revents : -1;
+}
+
+TEST_F(bus, sleeping_pollin_only_woken_by_message)
+{
+	int fd = self->p[0].cfd;
+	struct bus_call call = { .fn = poll_in_call, .arg = &fd };
+	char buf[8];
+
+	fill_p1(_metadata, self);
+	ASSERT_ERRNO(EAGAIN, bus_sendto(fd, &self->bus, self->p[1].addr, "x",
+					1, MSG_DONTWAIT));
+	bus_call_start_blocked(_metadata, &call);
+	/* room on the bus: not what it waits for, it does not return */
+	ASSERT_EQ(4, recv(self->p[1].cfd, buf, sizeof(buf), 0));
+	usleep(20000);
+	ASSERT_EQ(-2, __atomic_load_n(&call.ret, __ATOMIC_RELAXED));
+	bus_send_str(_metadata, self->p[1].cfd, &self->bus, self->p[0].addr,
+		    "in");
+	bus_call_finish(_metadata, &call);
+	ASSERT_EQ(POLLIN, call.ret & (POLLIN | BAD_BITS));
+}
+
 TEST_HARNESS_MAIN
