@@ -52,15 +52,18 @@ bg() {
 }
 
 # start_bus [ADDRESS [CONFIG-FILE]]: start dbus-daemon --session (or with
-# CONFIG-FILE) on ADDRESS (default afbus:) and set
-# DBUS_SESSION_BUS_ADDRESS and BUS_PID.
+# CONFIG-FILE) on ADDRESS (default afbus:; "-": the <listen> addresses
+# of CONFIG-FILE) and set DBUS_SESSION_BUS_ADDRESS (all of its addresses,
+# separated by ";") and BUS_PID.
 start_bus() {
 	addr_file=/tmp/bus-address.$$
 	rm -f "$addr_file"
 	config=--session
 	[ -n "${2:-}" ] && config=--config-file=$2
-	dbus-daemon "$config" --nofork --address="${1:-afbus:}" \
-		--print-address=3 3>"$addr_file" &
+	listen=${1:-afbus:}
+	set -- "$config" --nofork --print-address=3
+	[ "$listen" = - ] || set -- "$@" --address="$listen"
+	dbus-daemon "$@" 3>"$addr_file" &
 	BUS_PID=$!
 	_pids="$_pids $BUS_PID"
 	i=0
