@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <libmnl/libmnl.h>
 #include <linux/genetlink.h>
@@ -168,20 +169,12 @@ static int nfdbus_family_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
-struct nfdbus *nfdbus_open(void)
+/* Find the family on the bound socket h->nl; frees h on failure. */
+static struct nfdbus *nfdbus_setup(struct nfdbus *h)
 {
 	struct nlmsghdr *nlh;
-	struct nfdbus *h;
 	int one = 1, err;
 
-	h = calloc(1, sizeof(*h));
-	if (!h)
-		return NULL;
-	h->nl = mnl_socket_open(NETLINK_GENERIC);
-	if (!h->nl)
-		goto fail;
-	if (mnl_socket_bind(h->nl, 0, MNL_SOCKET_AUTOPID) < 0)
-		goto fail;
 	/* the kernel's reasons come as extended acks; fine without them */
 	mnl_socket_setsockopt(h->nl, NETLINK_EXT_ACK, &one, sizeof(one));
 	h->portid = mnl_socket_get_portid(h->nl);
@@ -206,6 +199,52 @@ fail:
 	nfdbus_close(h);
 	errno = err;
 	return NULL;
+}
+
+struct nfdbus *nfdbus_open(void)
+{
+	struct nfdbus *h;
+	int err;
+
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	/*
+	 * The socket has the rights of its opener (a bus's owner keeps them
+	 * after dropping privileges): never leak it into exec'd programs.
+	 */
+	h->nl = mnl_socket_open2(NETLINK_GENERIC, SOCK_CLOEXEC);
+	if (!h->nl || mnl_socket_bind(h->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		err = errno;
+		nfdbus_close(h);
+		errno = err;
+		return NULL;
+	}
+	return nfdbus_setup(h);
+}
+
+struct nfdbus *nfdbus_fdopen(int fd)
+{
+	struct nfdbus *h;
+	int err;
+
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	h->nl = mnl_socket_fdopen(fd);
+	if (!h->nl) {
+		err = errno;
+		free(h);
+		close(fd);
+		errno = err;
+		return NULL;
+	}
+	return nfdbus_setup(h);
+}
+
+int nfdbus_fd(const struct nfdbus *h)
+{
+	return mnl_socket_get_fd(h->nl);
 }
 
 void nfdbus_close(struct nfdbus *h)

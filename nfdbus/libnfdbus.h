@@ -45,11 +45,24 @@ typedef int (*nfdbus_rule_cb)(const struct nfdbus_rule_info *info,
 			      void *data);
 
 /*
- * Open a netlink socket and find the family; NULL and errno on failure:
- * ENOENT when the kernel has no nfdbus family, EPROTO when the reply
- * with its id never came (only the acknowledgement did).
+ * Open a netlink socket (close-on-exec) and find the family; NULL and
+ * errno on failure: ENOENT when the kernel has no nfdbus family, EPROTO
+ * when the reply with its id never came (only the acknowledgement did).
+ * The kernel lets the socket manage a bus if whoever opened it could (the
+ * bus master's uid, or CAP_NET_ADMIN), whatever the credentials of the
+ * process that uses it later: open it before dropping privileges, and
+ * hand it only to processes that may manage the bus.
  */
 struct nfdbus *nfdbus_open(void);
+/*
+ * A handle on a netlink socket received from another process (or
+ * inherited), bound and of family NETLINK_GENERIC. The handle takes the
+ * fd over: nfdbus_close() closes it, and so does a failure (NULL and
+ * errno).
+ */
+struct nfdbus *nfdbus_fdopen(int fd);
+/* The handle's socket, to pass to another process. */
+int nfdbus_fd(const struct nfdbus *h);
 void nfdbus_close(struct nfdbus *h);
 /* The kernel's extended ack message of the last failure, or "". */
 const char *nfdbus_error(const struct nfdbus *h);

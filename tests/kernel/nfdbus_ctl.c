@@ -5,12 +5,18 @@
  * removing (RemoveMatch semantics), flushing and dumping rules, malformed
  * rules, the per-peer caps, permissions, and rules going away with their
  * peer and their bus; the flags of a bus (NFDBUS_CMD_SET_BUS, GET_BUS).
+ * Permissions go with the netlink socket, by the credentials it was
+ * opened with: kept after dropping privileges, passed with the socket,
+ * never gained by a socket opened without them.
  */
 #include "nfdbus_test.h"
 
+#include <grp.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <libmnl/libmnl.h>
+#include <linux/capability.h>
 
 FIXTURE(ctl) {
 	struct nfd_bus b;
@@ -256,20 +262,29 @@ TEST_F(ctl, bus_flags)
 	close(m);
 }
 
-/* Run fn in a child with the given uid (all capabilities dropped). */
+/*
+ * Run fn in a child, with the given uid (all capabilities dropped) unless
+ * uid is -1; its exit status.
+ */
 static int as_uid(uid_t uid, int (*fn)(struct nfd_bus *), struct nfd_bus *b)
 {
 	pid_t pid = fork();
 	int status;
 
 	if (pid == 0) {
-		if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		if (uid != (uid_t)-1 &&
+		    (setresgid(uid, uid, uid) || setresuid(uid, uid, uid)))
 			_exit(100);
 		_exit(fn(b));
 	}
 	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return -1;
 	return WEXITSTATUS(status);
+}
+
+static int in_child(int (*fn)(struct nfd_bus *), struct nfd_bus *b)
+{
+	return as_uid((uid_t)-1, fn, b);
 }
 
 /* As a uid that is neither the master's nor privileged. */
@@ -345,6 +360,259 @@ static int unprivileged_master(struct nfd_bus *unused)
 TEST_F(ctl, master_uid_may)
 {
 	ASSERT_EQ(0, as_uid(1000, unprivileged_master, &self->b));
+}
+
+/*
+ * The rights belong to the netlink socket, by the credentials it was
+ * opened with (nfdbus.rst, "Who owns a bus"), not to the task sending.
+ */
+
+/*
+ * Every kind of command that names a bus, on h, for peer: 0 if each gave
+ * want (0 or -EPERM), else a bit per command that did not.
+ */
+static int manage(struct nfdbus *h, const struct nfdbus_bus *nb,
+		  uint64_t peer, int want)
+{
+	uint32_t flags;
+	int bad = 0;
+
+	bad |= nfdbus_add_match(h, nb, peer, "member='Z'", NULL) != want;
+	bad |= (nfdbus_list(h, nb, &peer, NULL, NULL) != (want ? want : 1)) << 1;
+	bad |= (nfdbus_remove_match(h, nb, peer, "member='Z'") != want) << 2;
+	bad |= (nfdbus_set_bus_flags(h, nb, NFDBUS_BUS_CHECK_SENDER) !=
+		want) << 3;
+	bad |= (nfdbus_get_bus_flags(h, nb, &flags) != want) << 4;
+	return bad;
+}
+
+/* Whether the task has no capability left, effective or permitted. */
+static bool no_caps(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &hdr, d))
+		return false;
+	return !(d[0].effective | d[1].effective | d[0].permitted |
+		 d[1].permitted);
+}
+
+/* All ids to uid, for good: every capability goes. */
+static bool drop_to(uid_t uid)
+{
+	return !setgroups(0, NULL) && !setresgid(uid, uid, uid) &&
+	       !setresuid(uid, uid, uid) && no_caps();
+}
+
+/* Opened as root, then root dropped for good: still manages the bus. */
+static int open_then_drop(struct nfd_bus *b)
+{
+	struct nfdbus *h = nfdbus_open(), *now;
+	int bad;
+
+	if (!h)
+		return 101;
+	if (!drop_to(65534))
+		return 100;
+	/* the task itself has no right any more: the socket has */
+	now = nfdbus_open();
+	if (!now)
+		return 102;
+	bad = manage(now, &b->nb, b->p[1].addr, -EPERM) ? 1 : 0;
+	bad |= manage(h, &b->nb, b->p[1].addr, 0) ? 2 : 0;
+	nfdbus_close(now);
+	nfdbus_close(h);
+	return bad;
+}
+
+TEST_F(ctl, opened_then_privileges_dropped)
+{
+	ASSERT_OK(nfdbus_set_bus_flags(self->b.h, &self->b.nb, 0));
+	ASSERT_EQ(0, in_child(open_then_drop, &self->b));
+	/* what the child did is done */
+	ASSERT_EQ(NFDBUS_BUS_CHECK_SENDER, bus_flags(_metadata, &self->b));
+}
+
+/*
+ * Opened while root's effective uid was 65534: the socket never gets
+ * root's rights, not when its task is root again, not when root sends
+ * on it.
+ */
+static int open_unprivileged_then_regain(struct nfd_bus *b)
+{
+	struct nfdbus *h, *now;
+	int bad;
+
+	if (setegid(65534) || seteuid(65534))
+		return 100;
+	h = nfdbus_open();
+	if (seteuid(0) || setegid(0))
+		return 100;
+	if (!h)
+		return 101;
+	bad = manage(h, &b->nb, b->p[1].addr, -EPERM) ? 1 : 0;
+	/* the task has root's rights again, and its new socket too */
+	now = nfdbus_open();
+	if (!now)
+		return 102;
+	bad |= manage(now, &b->nb, b->p[1].addr, 0) ? 2 : 0;
+	nfdbus_close(now);
+	nfdbus_close(h);
+	return bad;
+}
+
+TEST_F(ctl, opened_unprivileged_then_privileges_regained)
+{
+	ASSERT_EQ(0, in_child(open_unprivileged_then_regain, &self->b));
+	ASSERT_EQ(0, count_rules(_metadata, &self->b, -1));
+}
+
+static int send_fd(int sock, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	char byte = 0;
+	struct iovec iov = { &byte, 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fd(int sock)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	char byte;
+	struct iovec iov = { &byte, 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *c;
+	int fd;
+
+	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	c = CMSG_FIRSTHDR(&msg);
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+/*
+ * The socket passed with SCM_RIGHTS, both ways, between root (the
+ * master's uid) and a process of uid 65534: root's socket manages the bus
+ * in the other process, the other's socket does not in root's.
+ */
+TEST_F(ctl, socket_passed_to_another_process)
+{
+	struct nfdbus *theirs, *mine = self->b.h;
+	int sv[2], status;
+	pid_t pid;
+
+	ASSERT_OK(nfdbus_set_bus_flags(mine, &self->b.nb, 0));
+	ASSERT_OK(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct nfdbus *got, *own;
+		int fd, bad;
+
+		close(sv[0]);
+		if (!drop_to(65534))
+			_exit(100);
+		own = nfdbus_open();
+		fd = recv_fd(sv[1]);
+		got = fd < 0 ? NULL : nfdbus_fdopen(fd);
+		if (!own || !got)
+			_exit(101);
+		bad = manage(own, &self->b.nb, self->b.p[1].addr, -EPERM) ?
+		      1 : 0;
+		bad |= manage(got, &self->b.nb, self->b.p[2].addr, 0) ? 2 : 0;
+		/* the parent's socket stays open in the parent */
+		nfdbus_close(got);
+		/* in flight, the socket outlives this process */
+		if (send_fd(sv[1], nfdbus_fd(own)))
+			bad |= 4;
+		nfdbus_close(own);
+		_exit(bad);
+	}
+	close(sv[1]);
+	ASSERT_OK(send_fd(sv[0], nfdbus_fd(mine)));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	/* the child's work is done, and the parent's socket still works */
+	ASSERT_EQ(NFDBUS_BUS_CHECK_SENDER, bus_flags(_metadata, &self->b));
+	/* root, the master's uid, sending on the stranger's socket */
+	theirs = nfdbus_fdopen(recv_fd(sv[0]));
+	ASSERT_NE(NULL, theirs) TH_LOG("fdopen: %s", strerror(errno));
+	ASSERT_EQ(0, manage(theirs, &self->b.nb, self->b.p[1].addr, -EPERM));
+	nfdbus_close(theirs);
+	close(sv[0]);
+	ASSERT_EQ(0, count_rules(_metadata, &self->b, -1));
+}
+
+/*
+ * A bus whose master is uid 1000: a socket opened by uid 1000 manages it
+ * by the uid alone (no capability), one opened by root by CAP_NET_ADMIN
+ * alone; both after their task became uid 65534, and nothing else does.
+ */
+static int uid_and_capability(struct nfd_bus *unused)
+{
+	struct bus_peer p = { -1, -1, 0 };
+	struct bus_name bus = bus_name_abstract();
+	struct nfdbus_bus nb = nfd_name(&bus);
+	struct nfdbus *by_root, *by_uid, *now;
+	int m, bad = 0;
+
+	(void)unused;
+	by_root = nfdbus_open();
+	if (!by_root)
+		return 101;
+	if (setegid(1000) || seteuid(1000))
+		return 100;
+	m = socket(AF_BUS, SOCK_SEQPACKET, BUS_PROTO_DBUS);
+	if (m < 0 || bind(m, (struct sockaddr *)&bus.sa, bus.len) ||
+	    listen(m, 4))
+		return 102;
+	p.cfd = socket(AF_BUS, SOCK_SEQPACKET, BUS_PROTO_DBUS);
+	if (p.cfd < 0 || connect(p.cfd, (struct sockaddr *)&bus.sa, bus.len))
+		return 103;
+	p.afd = accept(m, NULL, NULL);
+	by_uid = nfdbus_open();
+	if (p.afd < 0 || !by_uid)
+		return 104;
+	if (seteuid(0) || setegid(0) || !drop_to(65534))
+		return 100;
+	now = nfdbus_open();
+	if (!now)
+		return 105;
+	bad |= manage(by_uid, &nb, 1, 0) ? 1 : 0;
+	bad |= manage(by_root, &nb, 1, 0) ? 2 : 0;
+	bad |= manage(now, &nb, 1, -EPERM) ? 4 : 0;
+	nfdbus_close(now);
+	nfdbus_close(by_uid);
+	nfdbus_close(by_root);
+	close(p.afd);
+	close(p.cfd);
+	close(m);
+	return bad;
+}
+
+TEST_F(ctl, master_uid_or_capability_of_the_opener)
+{
+	ASSERT_EQ(0, in_child(uid_and_capability, &self->b));
 }
 
 TEST_F(ctl, rules_go_with_peer)
