@@ -23,6 +23,7 @@
 #include <string.h>
 #include <dbus/dbus-afbus.h>
 #include <dbus/dbus-list.h>
+#include <dbus/dbus-server-afbus.h>
 
 #include "bus-afbus.h"
 #include "utils.h"
@@ -73,7 +74,17 @@
 #include <linux/netfilter/nfdbus.h>
 #include "libnfdbus.h"
 
-/* The netlink socket, opened on first use. */
+/* The netlink socket, opened before the daemon drops its privileges.
+ *
+ * The kernel lets a netlink socket manage a bus by the credentials it
+ * was opened with, not by the daemon's at the time of the request
+ * (nfdbus.rst, "Who owns a bus"): the socket must be opened by the uid
+ * that created the bus (or with CAP_NET_ADMIN).  The system bus listens
+ * as root and then becomes messagebus (<user>); opened at the first
+ * Hello, the socket would be messagebus's, and every request would fail
+ * with EPERM.  So bus.c calls bus_afbus_nfdbus_open_early() once the
+ * servers listen and before it changes user.  The socket is
+ * close-on-exec (libnfdbus): activated services do not get it. */
 static struct nfdbus *nfdbus = NULL;
 /* struct nfdbus_bus *: the buses whose multicasts nfdbus filters. */
 static DBusList *managed_buses = NULL;
@@ -127,8 +138,9 @@ bus_afbus_connection_bus (DBusConnection    *connection,
   return TRUE;
 }
 
-/* The netlink socket to nfdbus, opened on first use; NULL with @error
- * set when nfdbus cannot be reached.  Also for bus-afbus-policy.c. */
+/* The netlink socket to nfdbus, opened by bus_afbus_nfdbus_open_early()
+ * or else on first use; NULL with @error set when nfdbus cannot be
+ * reached.  Also for bus-afbus-policy.c. */
 struct nfdbus *
 bus_afbus_nfdbus (DBusError *error)
 {
@@ -138,6 +150,26 @@ bus_afbus_nfdbus (DBusError *error)
     bus_afbus_nfdbus_error (error, errno,
                             "Cannot reach the kernel's D-Bus match rules and policy (nfdbus)");
   return nfdbus;
+}
+
+void
+bus_afbus_nfdbus_open_early (BusContext *context,
+                             DBusList  **servers)
+{
+  DBusError error = DBUS_ERROR_INIT;
+  DBusList *link;
+
+  for (link = _dbus_list_get_first_link (servers); link != NULL;
+       link = _dbus_list_get_next_link (servers, link))
+    if (_dbus_server_is_afbus (link->data))
+      break;
+
+  if (link != NULL && bus_afbus_nfdbus (&error) == NULL)
+    {
+      bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
+                       "AF_BUS clients cannot join: %s", error.message);
+      dbus_error_free (&error);
+    }
 }
 
 static dbus_bool_t
@@ -327,6 +359,12 @@ bus_afbus_match_flush (DBusConnection *connection)
 
 void
 bus_afbus_match_flush (DBusConnection *connection)
+{
+}
+
+void
+bus_afbus_nfdbus_open_early (BusContext *context,
+                             DBusList  **servers)
 {
 }
 

@@ -6,15 +6,12 @@
 # never as a pass.  When a gap is closed, its checks pass: then make them
 # plain checks.
 #
-# Gaps:
-#   G1  signals that AF_BUS clients send (kernel multicasts, never seen
-#       by the daemon) do not reach unix clients; bridging unix clients
-#       through AF_BUS pairs (issue 6, "legacy") closes it
-#   G3  a system bus daemon that runs as messagebus cannot give nfdbus the
-#       match rules of a bus that root bound (EPERM: "only the bus
-#       master's uid or CAP_NET_ADMIN"), so every client's Hello fails:
-#       AF_BUS clients' (and libdbus cannot fall back to the socket then),
-#       and unix clients' too since they are bridged through AF_BUS pairs
+# Gaps: none open.  Closed ones, whose checks are plain checks now:
+#   G1  signals that AF_BUS clients send did not reach unix clients
+#       (closed by bridging unix clients through AF_BUS pairs)
+#   G3  a system bus daemon running as messagebus got EPERM from nfdbus
+#       (closed: nfdbus authorises by the credentials its netlink socket
+#       was opened with, and the daemon opens it before dropping root)
 
 # known_gap_eq DESCRIPTION GAP EXPECTED ACTUAL
 known_gap_eq() {
