@@ -34,7 +34,8 @@
  * - a dump for one peer lists rules of that peer only, at most
  *   NFDBUS_PEER_RULES_MAX, none longer than NFDBUS_RULE_MAX;
  * - the counters of a network namespace never go down;
- * - a live bus never refuses its master's uid (EPERM);
+ * - a live bus never refuses (EPERM) a netlink socket its master's uid
+ *   opened;
  * - a valid D-Bus message is never refused (EPERM), and a multicast
  *   broken in a known way is never accepted on a bus this thread has
  *   just given a rule (abstract names only: a filesystem path can be
@@ -638,7 +639,7 @@ static uint64_t pick_peer(struct thread_ctx *t)
  * its master closed, and bus_master_uid() gives no uid to compare with
  * (a race in the kernel: ENOENT would say it).  Tolerated, and counted,
  * when the bus is indeed gone right after; on a live bus the workers,
- * which have the masters' uid, must never get EPERM.
+ * whose netlink sockets the masters' uid opened, must never get EPERM.
  */
 static bool perm_race(struct thread_ctx *t, struct nfdbus *h,
 		      const struct nfdbus_bus *b, int ret)
