@@ -23,7 +23,6 @@
 #include <string.h>
 #include <dbus/dbus-afbus.h>
 #include <dbus/dbus-list.h>
-#include <dbus/dbus-server-afbus.h>
 
 #include "bus-afbus.h"
 #include "utils.h"
@@ -153,18 +152,11 @@ bus_afbus_nfdbus (DBusError *error)
 }
 
 void
-bus_afbus_nfdbus_open_early (BusContext *context,
-                             DBusList  **servers)
+bus_afbus_nfdbus_open_early (BusContext *context)
 {
   DBusError error = DBUS_ERROR_INIT;
-  DBusList *link;
 
-  for (link = _dbus_list_get_first_link (servers); link != NULL;
-       link = _dbus_list_get_next_link (servers, link))
-    if (_dbus_server_is_afbus (link->data))
-      break;
-
-  if (link != NULL && bus_afbus_nfdbus (&error) == NULL)
+  if (bus_afbus_server (context) != NULL && bus_afbus_nfdbus (&error) == NULL)
     {
       bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
                        "AF_BUS clients cannot join: %s", error.message);
@@ -363,8 +355,7 @@ bus_afbus_match_flush (DBusConnection *connection)
 }
 
 void
-bus_afbus_nfdbus_open_early (BusContext *context,
-                             DBusList  **servers)
+bus_afbus_nfdbus_open_early (BusContext *context)
 {
 }
 

@@ -21,7 +21,6 @@
 
 #include <dbus/dbus.h>
 #include <dbus/dbus-afbus.h>
-#include <dbus/dbus-list.h>
 #include "bus.h"
 #include "connection.h"
 #include "signals.h"
@@ -29,10 +28,9 @@
 dbus_bool_t bus_afbus_match_manage (DBusConnection *connection,
                                     DBusError      *error);
 /* Opens the netlink socket to the kernel's match rules and policy now if
- * one of @servers (DBusServer *) is an AF_BUS one: call it before
- * dropping privileges.  Logs a failure; the first Hello tries again. */
-void        bus_afbus_nfdbus_open_early (BusContext *context,
-                                         DBusList  **servers);
+ * the daemon listens on AF_BUS: call it before dropping privileges.
+ * Logs a failure; the first Hello tries again. */
+void        bus_afbus_nfdbus_open_early (BusContext *context);
 #ifdef DBUS_HAVE_AFBUS
 struct nfdbus;
 struct nfdbus_bus;
