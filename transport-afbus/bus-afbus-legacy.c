@@ -169,25 +169,6 @@ dispatch_status (DBusConnection     *connection,
     }
 }
 
-/* The bus connection that has the unique name @name, if any. */
-static DBusConnection *
-lookup_connection (BusContext *context,
-                   const char *name)
-{
-  BusService *service;
-  DBusString str;
-
-  if (name == NULL || name[0] != ':')
-    return NULL;
-
-  _dbus_string_init_const (&str, name);
-  service = bus_registry_lookup (bus_context_get_registry (context), &str);
-  if (service == NULL)
-    return NULL;
-
-  return bus_service_get_primary_owners_connection (service);
-}
-
 /*
  * The reply bookkeeping of a message that came straight from a peer:
  * a call makes the legacy client's reply a requested one; a reply ends
@@ -204,8 +185,12 @@ peer_message (BusAfbusLegacy *legacy,
   DBusConnection *peer;
   DBusError error = DBUS_ERROR_INIT;
   dbus_bool_t ok = FALSE;
+  const char *sender;
 
-  peer = lookup_connection (legacy->context, dbus_message_get_sender (message));
+  /* only the sender's unique name, not a well-known one it owns */
+  sender = dbus_message_get_sender (message);
+  peer = sender != NULL && sender[0] == ':' ?
+         bus_afbus_owner (legacy->context, sender) : NULL;
   if (peer == NULL)
     return;     /* gone already: nobody to reply to */
 

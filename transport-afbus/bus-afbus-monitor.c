@@ -128,25 +128,6 @@ monitors_lost (BusContext *context,
     dbus_connection_close (link->data);
 }
 
-/* The connection with the unique or well-known name @name, if any. */
-static DBusConnection *
-lookup_owner (BusContext *context,
-              const char *name)
-{
-  BusService *service;
-  DBusString str;
-
-  if (name == NULL)
-    return NULL;
-
-  _dbus_string_init_const (&str, name);
-  service = bus_registry_lookup (bus_context_get_registry (context), &str);
-  if (service == NULL)
-    return NULL;
-
-  return bus_service_get_primary_owners_connection (service);
-}
-
 /* A copy of an AF_BUS client's message, for the monitors.  Without
  * memory the monitors miss it. */
 static void
@@ -164,8 +145,9 @@ replay (BusAfbusTap *t,
       !dbus_message_set_sender (message, name))
     goto oom;
 
-  sender = lookup_owner (t->context, name);
-  recipient = lookup_owner (t->context, dbus_message_get_destination (message));
+  sender = bus_afbus_owner (t->context, name);
+  recipient = bus_afbus_owner (t->context,
+                               dbus_message_get_destination (message));
 
   transaction = bus_transaction_new (t->context);
   if (transaction == NULL)

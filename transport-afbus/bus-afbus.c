@@ -74,6 +74,25 @@
  *   calls it forwarded.
  */
 
+/* The connection that owns the unique or well-known name @name, if any. */
+DBusConnection *
+bus_afbus_owner (BusContext *context,
+                 const char *name)
+{
+  BusService *service;
+  DBusString str;
+
+  if (name == NULL || name[0] == '\0')
+    return NULL;
+
+  _dbus_string_init_const (&str, name);
+  service = bus_registry_lookup (bus_context_get_registry (context), &str);
+  if (service == NULL)
+    return NULL;
+
+  return bus_service_get_primary_owners_connection (service);
+}
+
 #ifdef DBUS_HAVE_AFBUS
 
 /* name -> dbus_uint64_t *, never shrinks: addresses are not reused. */
@@ -228,26 +247,6 @@ bus_afbus_name_addr (const char    *name,
   return TRUE;
 }
 
-static DBusConnection *
-lookup_owner (BusTransaction *transaction,
-              const char     *unique_name)
-{
-  BusRegistry *registry;
-  BusService *service;
-  DBusString str;
-
-  if (unique_name == NULL || unique_name[0] == '\0')
-    return NULL;
-
-  registry = bus_context_get_registry (bus_transaction_get_context (transaction));
-  _dbus_string_init_const (&str, unique_name);
-  service = bus_registry_lookup (registry, &str);
-  if (service == NULL)
-    return NULL;
-
-  return bus_service_get_primary_owners_connection (service);
-}
-
 static dbus_bool_t
 set_addr (DBusConnection *connection,
           int             option,
@@ -372,8 +371,10 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
       return TRUE;
     }
 
-  old_conn = lookup_owner (transaction, old_owner);
-  new_conn = lookup_owner (transaction, new_owner);
+  old_conn = bus_afbus_owner (bus_transaction_get_context (transaction),
+                              old_owner);
+  new_conn = bus_afbus_owner (bus_transaction_get_context (transaction),
+                              new_owner);
 
   if (!bus_afbus_connection_is_afbus (new_conn))
     new_conn = NULL;
