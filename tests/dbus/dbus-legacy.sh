@@ -13,37 +13,11 @@ UX_PATH=/tmp/legacy-unix
 AF=afbus:path=$AF_PATH
 UX=unix:path=$UX_PATH
 
-cat >/tmp/legacy.conf <<EOF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>$AF</listen>
-  <listen>$UX</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-EOF
-
-# Sockets /proc/net/bus lists, without its header line.
-bus_sockets() {
-	echo $(($(wc -l </proc/net/bus) - 1))
-}
+mixed_bus_config /tmp/legacy.conf $AF $UX
 
 # $native|$legacy COMMAND...: run COMMAND as a client on afbus: or unix:.
 native="env DBUS_SESSION_BUS_ADDRESS=$AF"
 legacy="env DBUS_SESSION_BUS_ADDRESS=$UX"
-
-# wait_ready FILE...: until each tool printed its "ready" line.
-wait_ready() {
-	for f in "$@"; do
-		wait_for_line "$f" '^(ready|queued) '
-	done
-}
 
 # signals FILE: the signal lines of an afbus-signal listener.
 signals() {
@@ -51,16 +25,8 @@ signals() {
 		sed 's/ $//'
 }
 
-dbus-daemon --config-file=/tmp/legacy.conf --nofork &
-BUS_PID=$!
-_pids="$_pids $BUS_PID"
-i=0
-while { [ ! -S $AF_PATH ] || [ ! -S $UX_PATH ]; } && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
 check "the daemon listens on afbus: and unix: at once" \
-	test -S $AF_PATH -a -S $UX_PATH
+	start_config_bus /tmp/legacy.conf $AF_PATH $UX_PATH
 base=$(bus_sockets)
 expect_eq "only the bus master is on the bus" 1 "$base"
 

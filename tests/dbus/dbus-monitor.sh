@@ -14,85 +14,13 @@ UX_PATH=/tmp/monitor-unix
 AF=afbus:path=$AF_PATH
 UX=unix:path=$UX_PATH
 
-cat >/tmp/monitor.conf <<EOF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>$AF</listen>
-  <listen>$UX</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-EOF
+mixed_bus_config /tmp/monitor.conf $AF $UX
 
 native="env DBUS_SESSION_BUS_ADDRESS=$AF"
 legacy="env DBUS_SESSION_BUS_ADDRESS=$UX"
 
-# Client sockets on the bus that eavesdrop, and the queue limit of one.
-eavesdroppers() {
-	awk '$4 == "client" && $7 == 1' /proc/net/bus | wc -l
-}
-eavesdropper_qlen() {
-	awk '$4 == "client" && $7 == 1 { print $9 }' /proc/net/bus
-}
-bus_sockets() {
-	echo $(($(wc -l </proc/net/bus) - 1))
-}
-
-# strings FILE REGEX: the string argument after each message header line
-# of dbus-monitor output FILE that matches REGEX, one per line.
-strings() {
-	awk -v re="$2" '
-		want && /^   string "/ { s = $0; sub(/^   string "/, "", s)
-				sub(/"$/, "", s); print s; want = 0; next }
-		/^(method call|method return|error|signal) / { want = ($0 ~ re) }
-	' "$1"
-}
-
-# count FILE REGEX: lines of FILE matching REGEX (grep -E).
-count() {
-	grep -Ec -- "$2" "$1"
-}
-
-# line FILE REGEX: number of the first line of FILE matching REGEX.
-line() {
-	grep -En -- "$2" "$1" | head -n 1 | cut -d: -f1
-}
-
-# wait_seen FILE...: until each monitor saw the signal com.example.Ready.Go
-# (dbus-monitor has no ready line of its own).
-wait_seen() {
-	for f in "$@"; do
-		i=0
-		while ! grep -q 'interface=com.example.Ready; member=Go' "$f" 2>/dev/null &&
-			[ $i -lt 100 ]; do
-			$native dbus-send --session --type=signal /ready com.example.Ready.Go
-			sleep 0.2
-			i=$((i + 1))
-		done
-	done
-}
-
-wait_ready() {
-	for f in "$@"; do
-		wait_for_line "$f" '^ready '
-	done
-}
-
-dbus-daemon --config-file=/tmp/monitor.conf --nofork &
-BUS_PID=$!
-_pids="$_pids $BUS_PID"
-i=0
-while { [ ! -S $AF_PATH ] || [ ! -S $UX_PATH ]; } && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-check "the daemon listens on afbus: and unix:" test -S $AF_PATH -a -S $UX_PATH
+check "the daemon listens on afbus: and unix:" \
+	start_config_bus /tmp/monitor.conf $AF_PATH $UX_PATH
 
 $native afbus-echo-service com.example.NEcho >/tmp/mn-nsvc.out 2>&1 &
 _pids="$_pids $!"
@@ -101,7 +29,7 @@ _pids="$_pids $!"
 wait_ready /tmp/mn-nsvc.out /tmp/mn-lsvc.out
 nsvc=$(sed -n 's/^ready //p' /tmp/mn-nsvc.out)
 lsvc=$(sed -n 's/^ready //p' /tmp/mn-lsvc.out)
-expect_eq "no eavesdropper on the bus without monitors" 0 "$(eavesdroppers)"
+expect_eq "no eavesdropper on the bus without monitors" 0 "$(kernel_eavesdroppers)"
 base=$(bus_sockets)
 
 # Three monitors: everything (AF_BUS and legacy), and one with rules.
@@ -114,9 +42,9 @@ $native dbus-monitor --session "type='signal',interface='com.example.Ready'" \
 	"type='signal',interface='com.example.M'" >/tmp/mn-rule.out 2>&1 &
 mon_rule=$!
 _pids="$_pids $mon_all $mon_leg $mon_rule"
-wait_seen /tmp/mn-all.out /tmp/mn-leg.out /tmp/mn-rule.out
-expect_eq "monitors make the daemon one eavesdropper on the bus" 1 "$(eavesdroppers)"
-expect_eq "... with the longest queue the kernel allows" 1048576 "$(eavesdropper_qlen)"
+wait_seen $AF /tmp/mn-all.out /tmp/mn-leg.out /tmp/mn-rule.out
+expect_eq "monitors make the daemon one eavesdropper on the bus" 1 "$(kernel_eavesdroppers)"
+expect_eq "... with the longest queue the kernel allows" 1048576 "$(kernel_eavesdropper_qlen)"
 
 # Direct calls between AF_BUS clients, by unique name: the daemon never
 # sees them.
@@ -167,12 +95,12 @@ for t in all leg; do
 	# Each "message N" is one call and one reply, twice (the unique
 	# name's 20 calls and the well-known name's 10).
 	expect_eq "$t: the 20 direct calls, each once" 20 \
-		"$(count $f "^method call .* -> destination=$nsvc .*member=Echo\$")"
+		"$(count_lines $f "^method call .* -> destination=$nsvc .*member=Echo\$")"
 	expect_eq "$t: the service's 31 replies (20 + 10 + 1 to a legacy caller), each once" 31 \
-		"$(count $f "^method return .* sender=$nsvc -> ")"
+		"$(count_lines $f "^method return .* sender=$nsvc -> ")"
 	# "message 0-19" by unique name, "message 0-9" by well-known name:
 	# each a call and a reply.
-	out=$(strings $f "member=Echo\$|^method return .* sender=$nsvc " | grep '^message ' |
+	out=$(monitor_strings $f "member=Echo\$|^method return .* sender=$nsvc " | grep '^message ' |
 		sort | uniq -c | awk '{ print $1 }' | sort | uniq -c |
 		awk '{ printf "%dx%d ", $2, $1 }')
 	expect_eq "$t: message 0-9 in 4 messages each, 10-19 in 2" "2x10 4x10 " "$out"
@@ -185,39 +113,39 @@ for t in all leg; do
 	expect_eq "$t: each call comes before its reply" "20 method-call method-return" "$out"
 	expect_eq "$t: the AF_BUS client's 5 signals once each, in order" \
 		"nm-0 nm-1 nm-2 nm-3 nm-4" \
-		"$(strings $f 'interface=com.example.M; member=Ping$' | grep '^nm-' | tr '\n' ' ' | sed 's/ $//')"
+		"$(monitor_strings $f 'interface=com.example.M; member=Ping$' | grep '^nm-' | tr '\n' ' ' | sed 's/ $//')"
 	expect_eq "$t: the legacy client's 2 signals once each, in order" "lm-0 lm-1" \
-		"$(strings $f 'interface=com.example.M; member=Ping$' | grep '^lm-' | tr '\n' ' ' | sed 's/ $//')"
+		"$(monitor_strings $f 'interface=com.example.M; member=Ping$' | grep '^lm-' | tr '\n' ' ' | sed 's/ $//')"
 	expect_eq "$t: the legacy -> AF_BUS call and its reply, once each" "l2n l2n" \
-		"$(strings $f '.' | grep -x l2n | tr '\n' ' ' | sed 's/ $//')"
+		"$(monitor_strings $f '.' | grep -x l2n | tr '\n' ' ' | sed 's/ $//')"
 	expect_eq "$t: the AF_BUS -> legacy call and its reply, once each" "n2l n2l" \
-		"$(strings $f '.' | grep -x n2l | tr '\n' ' ' | sed 's/ $//')"
+		"$(monitor_strings $f '.' | grep -x n2l | tr '\n' ' ' | sed 's/ $//')"
 	expect_eq "$t: GetId once, and its reply once" "1 1" \
-		"$(count $f 'member=GetId$') $(count $f "^   string \"$id\"\$")"
-	c=$(line $f 'member=GetId$')
-	r=$(line $f "^   string \"$id\"\$")
+		"$(count_lines $f 'member=GetId$') $(count_lines $f "^   string \"$id\"\$")"
+	c=$(first_line $f 'member=GetId$')
+	r=$(first_line $f "^   string \"$id\"\$")
 	check "$t: ... in that order" test -n "$c" -a -n "$r" -a "${c:-0}" -lt "${r:-0}"
 	expect_eq "$t: 180 signals from 3 concurrent senders, in the order a subscriber got them" \
 		"$(grep '^com.example.O.Ping' /tmp/mn-sub.out | cut -d' ' -f2 | tr '\n' ' ')" \
-		"$(strings $f 'interface=com.example.O; member=Ping$' | tr '\n' ' ')"
+		"$(monitor_strings $f 'interface=com.example.O; member=Ping$' | tr '\n' ' ')"
 done
 
 f=/tmp/mn-rule.out
 expect_eq "a monitor with rules sees the 31 Echo calls to the AF_BUS service" 31 \
-	"$(count $f "^method call .* -> destination=($nsvc|com.example.NEcho) .*member=Echo\$")"
-expect_eq "... the 7 com.example.M signals" 7 "$(count $f 'interface=com.example.M; member=Ping$')"
+	"$(count_lines $f "^method call .* -> destination=($nsvc|com.example.NEcho) .*member=Echo\$")"
+expect_eq "... the 7 com.example.M signals" 7 "$(count_lines $f 'interface=com.example.M; member=Ping$')"
 expect_eq "... and no reply, no other signal, no other call" 0 \
-	"$(count $f '^(method return|error) |interface=com.example.O|member=GetId')"
+	"$(count_lines $f '^(method return|error) |interface=com.example.O|member=GetId')"
 
 # The monitors leave (and the subscriber): so does the daemon's
 # eavesdropper.
 kill $mon_all $mon_leg $mon_rule $sub_pid
 i=0
-while [ "$(eavesdroppers)" != 0 ] && [ $i -lt 100 ]; do
+while [ "$(kernel_eavesdroppers)" != 0 ] && [ $i -lt 100 ]; do
 	sleep 0.1
 	i=$((i + 1))
 done
-expect_eq "without monitors the daemon stops eavesdropping" 0 "$(eavesdroppers)"
+expect_eq "without monitors the daemon stops eavesdropping" 0 "$(kernel_eavesdroppers)"
 i=0
 while [ "$(bus_sockets)" != "$base" ] && [ $i -lt 100 ]; do
 	sleep 0.1
@@ -233,8 +161,8 @@ $native dbus-monitor --session "type='signal',interface='com.example.Ready'" \
 	>/tmp/mn-again.out 2>&1 &
 mon_again=$!
 _pids="$_pids $mon_again"
-wait_seen /tmp/mn-again.out
-expect_eq "a new monitor makes the daemon eavesdrop again" 1 "$(eavesdroppers)"
+wait_seen $AF /tmp/mn-again.out
+expect_eq "a new monitor makes the daemon eavesdrop again" 1 "$(kernel_eavesdroppers)"
 kill $mon_again
 
 finish

@@ -10,11 +10,6 @@
 . /usr/libexec/afbus/dbus-test-lib.sh
 cd /tmp
 
-# Sockets /proc/net/bus lists, without its header line.
-bus_sockets() {
-	echo $(($(wc -l </proc/net/bus) - 1))
-}
-
 # wait_exit PID: wait for PID to exit (30 s at most); its exit status in
 # $status ("running" if it did not exit).
 wait_exit() {

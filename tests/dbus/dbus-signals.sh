@@ -16,17 +16,6 @@ stat() {
 	nfdbus-ctl stats | sed -n "s/^$1 //p"
 }
 
-# wait_ready FILE...: until each listener printed its "ready" line.
-wait_ready() {
-	for f in "$@"; do
-		i=0
-		while ! grep -q '^ready ' "$f" 2>/dev/null && [ $i -lt 100 ]; do
-			sleep 0.1
-			i=$((i + 1))
-		done
-	done
-}
-
 # signals FILE: the signal lines of a listener's output.
 signals() {
 	grep -v '^ready \|^removed$' "$1"

@@ -19,32 +19,12 @@ AF=afbus:file=$D/bus.afbus
 UX=unix:path=$D/bus.sock
 PY=/usr/libexec/afbus/afbus-py
 
-cat >"$D/bus.conf" <<EOF
-<busconfig>
-  <type>session</type>
-  <listen>$AF</listen>
-  <listen>$UX</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-EOF
-
-dbus-daemon --config-file="$D/bus.conf" --nofork >"$D/daemon.out" 2>&1 &
-_pids="$_pids $!"
-i=0
-while { [ ! -s "$D/bus.afbus" ] || [ ! -S "$D/bus.sock" ]; } && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-if [ -s "$D/bus.afbus" ] && [ -S "$D/bus.sock" ]; then
+mixed_bus_config "$D/bus.conf" $AF $UX
+if start_config_bus "$D/bus.conf" "$D/bus.afbus" "$D/bus.sock"; then
 	ok "the daemon listens on AF_BUS and on a unix socket"
 else
 	not_ok "the daemon listens on AF_BUS and on a unix socket"
-	sed 's/^/#   /' "$D/daemon.out"
+	sed 's/^/#   /' "$D/bus.conf.out"
 fi
 # The fork's tools and afbus-echo-* use the session bus: on AF_BUS.
 DBUS_SESSION_BUS_ADDRESS=$AF
