@@ -156,10 +156,13 @@ write_list() {
 	add_dir /tmp 1777
 	add_dir /root 0700
 
-	# Minimal user database for programs that look up root.
+	# Minimal user database: root, and nobody for the tests of
+	# unprivileged clients (dbus-daemon drops a client whose uid it
+	# cannot look up).
 	mkdir -p "$WORK/etc"
-	echo "root:x:0:0:root:/root:/bin/sh" >"$WORK/etc/passwd"
-	echo "root:x:0:" >"$WORK/etc/group"
+	printf '%s\n' "root:x:0:0:root:/root:/bin/sh" \
+		"nobody:x:65534:65534:nobody:/nonexistent:/bin/false" >"$WORK/etc/passwd"
+	printf '%s\n' "root:x:0:" "nogroup:x:65534:" >"$WORK/etc/group"
 	add_file /etc/passwd "$WORK/etc/passwd" 0644
 	add_file /etc/group "$WORK/etc/group" 0644
 

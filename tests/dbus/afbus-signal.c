@@ -18,11 +18,18 @@
  *	AddMatch COUNT different rules; print "added=N error=NAME" (NAME
  *	of the first error, or "none").
  *
+ * afbus-signal --uid UID ...
+ *	Any of the above as user and group UID, without supplementary
+ *	groups (set before connecting).
+ *
  * Exit status 0 on success, 1 on any D-Bus error (printed).
  */
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <unistd.h>
 #include <dbus/dbus.h>
 
 static int fail(const char *what, DBusError *error)
@@ -199,6 +206,18 @@ static int many_rules_main(long count)
 
 int main(int argc, char **argv)
 {
+	if (argc >= 3 && strcmp(argv[1], "--uid") == 0) {
+		uid_t uid = atol(argv[2]);
+
+		if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
+		    setresuid(uid, uid, uid)) {
+			perror("afbus-signal: --uid");
+			return 2;
+		}
+		argv[2] = argv[0];
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc >= 2 && strcmp(argv[1], "listen") == 0)
 		return listen_main(argc - 2, argv + 2);
 	if (argc >= 2 && strcmp(argv[1], "emit") == 0)
