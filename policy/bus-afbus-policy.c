@@ -48,8 +48,10 @@
  * - The kernel takes every reply as requested (it does not track calls):
  *   a deny rule with send_requested_reply or receive_requested_reply
  *   "false" gets NFDBUS_POLICY_F_NOT_REPLIES.  Receive rules that deny
- *   only eavesdropping are left out: the kernel gives eavesdroppers (made
- *   so by the daemon, for monitors) every message.
+ *   only eavesdropping are left out: the kernel's only eavesdropper is
+ *   the daemon's tap, which gets every message; the daemon applies them
+ *   when it passes the tap's messages on to eavesdropping match rules
+ *   (bus-afbus-monitor.c).
  * - What the kernel cannot check (send_destination_prefix, the fd
  *   counts) never makes it allow more: such an allow rule is left out,
  *   and such a deny rule loses that condition, so it denies more.

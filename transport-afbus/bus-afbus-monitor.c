@@ -1,5 +1,6 @@
 /* -*- mode: C; c-file-style: "gnu"; indent-tabs-mode: nil; -*- */
-/* bus-afbus-monitor.c  monitors see the direct traffic of AF_BUS clients
+/* bus-afbus-monitor.c  monitors and eavesdroppers see the direct traffic
+ *                       of AF_BUS clients
  *
  * SPDX-License-Identifier: AFL-2.1 OR GPL-2.0-or-later
  *
@@ -33,7 +34,9 @@
 #include "bus.h"
 #include "bus-afbus.h"
 #include "bus-afbus-legacy.h"
+#include "dispatch.h"
 #include "services.h"
+#include "signals.h"
 #include "utils.h"
 
 /*
@@ -74,13 +77,33 @@
  * queued, before it is written to the kernel: messages the kernel
  * carries in between come after it.
  *
+ * Eavesdroppers: a connection with an eavesdrop='true' match rule
+ * (AddMatch; dbus-monitor falls back to that when BecomeMonitor is
+ * refused) gets, as from dbus-daemon, the messages with a destination
+ * that its rule matches, addressed to others.  The tap is open while
+ * there is such a rule too, and the eavesdroppers get what AF_BUS
+ * clients send to a destination from there, through the daemon's own
+ * code (bus_dispatch_match_recipients(): the same matching and policy
+ * checks, eavesdrop='true' receive rules included), right after the
+ * monitors.  So that nobody gets such a message twice, the daemon then
+ * leaves the eavesdroppers out when it dispatches a message an AF_BUS
+ * client sent it (to the daemon itself, or to forward)
+ * (bus_afbus_monitor_eavesdrop_from_tap()); what the daemon and legacy
+ * clients send reaches eavesdroppers through the daemon, as upstream.
+ * What has no destination (signals for everybody) needs no tap: the
+ * kernel multicasts it to AF_BUS eavesdroppers and legacy clients' C1
+ * by their match rules, eavesdropping or not.  A message whose sender
+ * has no unique name yet when the daemon reads its copy (its Hello) or
+ * has left already goes to the monitors only.
+ *
  * Loss: the tap's queue is the longest the kernel allows
  * (BUS_SET_MAXQLEN, 1048576 messages).  The kernel never holds up the bus
  * for an eavesdropper: when the queue is full it drops the copy and
  * counts it, and with SO_RXQ_OVFL set every later message the tap reads
  * says how many were dropped so far.  Monitors that missed messages are
- * told so by being disconnected (and the daemon logs a warning), as is
- * every monitor if the tap fails; a new monitor gets a new tap.
+ * told so by being disconnected (and the daemon logs a warning), as are
+ * the eavesdroppers; so is every monitor and eavesdropper if the tap
+ * fails.  A new monitor or eavesdropping rule gets a new tap.
  */
 
 #ifdef DBUS_HAVE_AFBUS
@@ -107,34 +130,58 @@ typedef struct
 static BusAfbusTap *tap = NULL;
 /* DBusConnection *: the monitors, each once */
 static DBusList *monitors = NULL;
+/* DBusConnection *: the eavesdroppers, once per eavesdropping rule */
+static DBusList *eavesdroppers = NULL;
 /* The tap's own captures are under way. */
 static dbus_bool_t replaying = FALSE;
 
 static void tap_close (void);
 
-/* The monitors missed messages, or will: they learn it by being
- * disconnected. */
+/* Closes each connection of @list once (an eavesdropper is on it once
+ * per rule).  Connections leave the list only when their disconnection
+ * is handled, later. */
+static void
+close_all (DBusList **list)
+{
+  DBusList *link;
+
+  for (link = _dbus_list_get_first_link (list); link != NULL;
+       link = _dbus_list_get_next_link (list, link))
+    if (dbus_connection_get_is_connected (link->data))
+      dbus_connection_close (link->data);
+}
+
+/* The monitors and eavesdroppers missed messages, or will: they learn it
+ * by being disconnected. */
 static void
 monitors_lost (BusContext *context,
                const char *why)
 {
-  DBusList *link;
-
   bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
-                   "Disconnecting the monitors of the AF_BUS bus: %s", why);
+                   "Disconnecting the monitors and eavesdroppers of the"
+                   " AF_BUS bus: %s", why);
 
-  for (link = _dbus_list_get_first_link (&monitors); link != NULL;
-       link = _dbus_list_get_next_link (&monitors, link))
-    dbus_connection_close (link->data);
+  close_all (&monitors);
+  close_all (&eavesdroppers);
 }
 
-/* A copy of an AF_BUS client's message, for the monitors.  Without
- * memory the monitors miss it. */
+/* Whether @sender's messages reach monitors and eavesdroppers from the
+ * tap: it is an AF_BUS client, not a legacy one. */
+static dbus_bool_t
+sends_through_kernel (DBusConnection *sender)
+{
+  return sender != NULL && !bus_afbus_legacy_is_legacy (sender) &&
+    bus_afbus_connection_is_afbus (sender);
+}
+
+/* A copy of an AF_BUS client's message, for the monitors and, when it
+ * has a destination, the eavesdroppers.  Without memory they miss it. */
 static void
 replay (BusAfbusTap *t,
         DBusMessage *message)
 {
   const char *name = _dbus_string_get_const_data (&t->name);
+  DBusError error = DBUS_ERROR_INIT;
   BusTransaction *transaction;
   DBusConnection *sender, *recipient;
 
@@ -159,6 +206,19 @@ replay (BusAfbusTap *t,
       replaying = FALSE;
       bus_transaction_cancel_and_free (transaction);
       goto oom;
+    }
+
+  /* The kernel gave it to its recipient; the eavesdroppers get it from
+   * here.  What was queued for some before a failure still goes. */
+  if (eavesdroppers != NULL && sends_through_kernel (sender) &&
+      dbus_message_get_destination (message) != NULL &&
+      !bus_dispatch_match_recipients (transaction, sender, recipient,
+                                      message, &error))
+    {
+      bus_context_log (t->context, DBUS_SYSTEM_LOG_WARNING,
+                       "Cannot show eavesdroppers a message from %s: %s",
+                       name, error.message);
+      dbus_error_free (&error);
     }
   replaying = FALSE;
 
@@ -532,15 +592,86 @@ bus_afbus_monitor_add (DBusConnection *monitor,
 }
 
 /**
- * A monitor leaves (or did not become one after all); with the last one
- * the tap closes.
+ * A monitor leaves (or did not become one after all); with the last
+ * monitor and eavesdropping rule the tap closes.
  */
 void
 bus_afbus_monitor_remove (DBusConnection *monitor)
 {
   _dbus_list_remove_last (&monitors, monitor);
-  if (monitors == NULL)
+  if (monitors == NULL && eavesdroppers == NULL)
     tap_close ();
+}
+
+/**
+ * AddMatch: an eavesdropping @rule makes @connection an eavesdropper,
+ * and has the kernel copy the bus for it.  Other rules: nothing to do.
+ */
+dbus_bool_t
+bus_afbus_monitor_add_eavesdropper (DBusConnection *connection,
+                                    BusMatchRule   *rule,
+                                    DBusError      *error)
+{
+  BusContext *context = bus_connection_get_context (connection);
+
+  if (!bus_match_rule_get_client_is_eavesdropping (rule))
+    return TRUE;
+
+  if (!_dbus_list_append (&eavesdroppers, connection))
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+
+  if (!tap_open (context, error))
+    {
+      bus_afbus_monitor_remove_eavesdropper (connection, rule);
+      return FALSE;
+    }
+
+  return TRUE;
+}
+
+/**
+ * RemoveMatch, or AddMatch failed after all: one eavesdropping rule of
+ * @connection is gone.
+ */
+void
+bus_afbus_monitor_remove_eavesdropper (DBusConnection *connection,
+                                       BusMatchRule   *rule)
+{
+  if (!bus_match_rule_get_client_is_eavesdropping (rule))
+    return;
+
+  _dbus_list_remove_last (&eavesdroppers, connection);
+  if (monitors == NULL && eavesdroppers == NULL)
+    tap_close ();
+}
+
+/**
+ * All match rules of @connection are gone: it left, or became a monitor.
+ */
+void
+bus_afbus_monitor_drop_eavesdropper (DBusConnection *connection)
+{
+  while (_dbus_list_remove (&eavesdroppers, connection))
+    ;
+  if (monitors == NULL && eavesdroppers == NULL)
+    tap_close ();
+}
+
+/**
+ * Whether the eavesdroppers get @message, which @sender sent the
+ * daemon, from the tap (#TRUE: the daemon leaves them out when it
+ * dispatches it).
+ */
+dbus_bool_t
+bus_afbus_monitor_eavesdrop_from_tap (DBusConnection *sender,
+                                      DBusMessage    *message)
+{
+  return tap != NULL && eavesdroppers != NULL &&
+    dbus_message_get_destination (message) != NULL &&
+    sends_through_kernel (sender);
 }
 
 /**
@@ -555,8 +686,7 @@ bus_afbus_monitor_before_capture (BusContext     *context,
   if (tap == NULL || replaying)
     return TRUE;
 
-  if (sender != NULL && !bus_afbus_legacy_is_legacy (sender) &&
-      bus_afbus_connection_is_afbus (sender))
+  if (sends_through_kernel (sender))
     return FALSE;
 
   bus_afbus_monitor_drain (context);
@@ -575,6 +705,32 @@ bus_afbus_monitor_add (DBusConnection *monitor,
 void
 bus_afbus_monitor_remove (DBusConnection *monitor)
 {
+}
+
+dbus_bool_t
+bus_afbus_monitor_add_eavesdropper (DBusConnection *connection,
+                                    BusMatchRule   *rule,
+                                    DBusError      *error)
+{
+  return TRUE;
+}
+
+void
+bus_afbus_monitor_remove_eavesdropper (DBusConnection *connection,
+                                       BusMatchRule   *rule)
+{
+}
+
+void
+bus_afbus_monitor_drop_eavesdropper (DBusConnection *connection)
+{
+}
+
+dbus_bool_t
+bus_afbus_monitor_eavesdrop_from_tap (DBusConnection *sender,
+                                      DBusMessage    *message)
+{
+  return FALSE;
 }
 
 void

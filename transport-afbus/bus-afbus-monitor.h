@@ -1,5 +1,6 @@
 /* -*- mode: C; c-file-style: "gnu"; indent-tabs-mode: nil; -*- */
-/* bus-afbus-monitor.h  monitors see the direct traffic of AF_BUS clients
+/* bus-afbus-monitor.h  monitors and eavesdroppers see the direct traffic
+ *                       of AF_BUS clients
  *
  * SPDX-License-Identifier: AFL-2.1 OR GPL-2.0-or-later
  *
@@ -21,12 +22,21 @@
 
 #include <dbus/dbus.h>
 #include "connection.h"
+#include "signals.h"
 
-dbus_bool_t bus_afbus_monitor_add            (DBusConnection *monitor,
-                                              DBusError      *error);
-void        bus_afbus_monitor_remove         (DBusConnection *monitor);
-void        bus_afbus_monitor_drain          (BusContext     *context);
-dbus_bool_t bus_afbus_monitor_before_capture (BusContext     *context,
-                                              DBusConnection *sender);
+dbus_bool_t bus_afbus_monitor_add                 (DBusConnection *monitor,
+                                                   DBusError      *error);
+void        bus_afbus_monitor_remove              (DBusConnection *monitor);
+dbus_bool_t bus_afbus_monitor_add_eavesdropper    (DBusConnection *connection,
+                                                   BusMatchRule   *rule,
+                                                   DBusError      *error);
+void        bus_afbus_monitor_remove_eavesdropper (DBusConnection *connection,
+                                                   BusMatchRule   *rule);
+void        bus_afbus_monitor_drop_eavesdropper   (DBusConnection *connection);
+dbus_bool_t bus_afbus_monitor_eavesdrop_from_tap  (DBusConnection *sender,
+                                                   DBusMessage    *message);
+void        bus_afbus_monitor_drain               (BusContext     *context);
+dbus_bool_t bus_afbus_monitor_before_capture      (BusContext     *context,
+                                                   DBusConnection *sender);
 
 #endif /* BUS_AFBUS_MONITOR_H */
