@@ -95,8 +95,10 @@ expect_eq "20 direct calls to an AF_BUS service's unique name" \
 	"calls=20 ok=20 errors=0 forwarded=0 owners=" "$out"
 # By well-known name: the first through the daemon, then directly.
 out=$(timeout 60 $native afbus-echo-client com.example.NEcho 10 2>&1)
-expect_match "10 calls to its well-known name, some of them direct" \
-	'^calls=10 ok=10 errors=0 forwarded=[1-9]' "$out"
+# (Under load a reply can beat each Forwarded: then all ten go through
+# the daemon; see dbus-names.sh.)
+expect_match "10 calls to its well-known name, the first through the daemon" \
+	'^calls=10 ok=10 errors=0 forwarded=([1-9]|10) ' "$out"
 # Legacy <-> AF_BUS.
 timeout 20 $legacy dbus-send --session --print-reply --dest=com.example.NEcho / \
 	com.example.Echo.Echo string:l2n >/dev/null

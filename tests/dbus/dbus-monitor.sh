@@ -58,8 +58,10 @@ $native afbus-signal emit com.example.M.Ping 5 nm
 id=$(timeout 20 $native dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
 	org.freedesktop.DBus.GetId | sed -n 's/^ *string "\(.*\)"$/\1/p')
 out=$(timeout 60 $native afbus-echo-client com.example.NEcho 10 2>&1)
-expect_match "10 calls to its well-known name, some of them direct" \
-	'^calls=10 ok=10 errors=0 forwarded=[1-9]' "$out"
+# (Under load a reply can beat each Forwarded: then all ten go through
+# the daemon; see dbus-names.sh.)
+expect_match "10 calls to its well-known name, the first through the daemon" \
+	'^calls=10 ok=10 errors=0 forwarded=([1-9]|10) ' "$out"
 # Legacy <-> AF_BUS: calls both ways, and a legacy client's signals.
 timeout 20 $legacy dbus-send --session --print-reply --dest=com.example.NEcho / \
 	com.example.Echo.Echo string:l2n >/dev/null
