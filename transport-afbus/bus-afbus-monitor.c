@@ -96,22 +96,21 @@
  * has no unique name yet when the daemon reads its copy (its Hello) or
  * has left already goes to the monitors only.
  *
- * Loss: the tap's queue is the longest the kernel allows
- * (BUS_SET_MAXQLEN, 1048576 messages).  The kernel never holds up the bus
- * for an eavesdropper: when the queue is full it drops the copy and
- * counts it, and with SO_RXQ_OVFL set every later message the tap reads
- * says how many were dropped so far.  Monitors that missed messages are
- * told so by being disconnected (and the daemon logs a warning), as are
- * the eavesdroppers; so is every monitor and eavesdropper if the tap
- * fails.  A new monitor or eavesdropping rule gets a new tap.
+ * Loss: the tap's queue is as long as the limit max_afbus_monitor_queue
+ * says (BUS_SET_MAXQLEN; by default 1048576 messages, the longest the
+ * kernel allows).  The kernel never holds up the bus for an
+ * eavesdropper: when the queue is full it drops the copy and counts it,
+ * and with SO_RXQ_OVFL set every later message the tap reads says how
+ * many were dropped so far.  Monitors that missed messages are told so
+ * by being disconnected (and the daemon logs a warning), as are the
+ * eavesdroppers; so is every monitor and eavesdropper if the tap fails.
+ * A new monitor or eavesdropping rule gets a new tap.
  */
 
 #ifdef DBUS_HAVE_AFBUS
 
 #include <sys/socket.h>
 
-/* The longest receive queue BUS_SET_MAXQLEN takes. */
-#define TAP_MAX_QLEN (1024 * 1024)
 /* Messages read from the tap per main loop wakeup: then the loop's other
  * sources get their turn. */
 #define TAP_READS_PER_WAKEUP 256
@@ -504,7 +503,7 @@ tap_open (BusContext *context,
 {
   DBusServer *server = bus_afbus_server (context);
   BusAfbusTap *t;
-  int qlen = TAP_MAX_QLEN, one = 1;
+  int qlen = bus_context_get_max_afbus_monitor_queue (context), one = 1;
 
   if (tap != NULL || server == NULL)
     return TRUE;
