@@ -24,15 +24,6 @@ mixed_bus_config /tmp/eaves.conf $AF $UX \
 native="env DBUS_SESSION_BUS_ADDRESS=$AF"
 legacy="env DBUS_SESSION_BUS_ADDRESS=$UX"
 
-# wait_kernel_eavesdroppers N: until the bus has N eavesdroppers (10 s).
-wait_kernel_eavesdroppers() {
-	i=0
-	while [ "$(kernel_eavesdroppers)" != "$1" ] && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-}
-
 # joined FILE REGEX: the strings of monitor_strings, on one line.
 joined() {
 	monitor_strings "$1" "$2" | tr '\n' ' ' | sed 's/ $//'
@@ -89,21 +80,10 @@ done
 expect_eq "eavesdropping rules make the daemon one eavesdropper on the bus" 1 \
 	"$(kernel_eavesdroppers)"
 
-# Direct calls between AF_BUS clients, by unique name.
-out=$(timeout 60 $native afbus-echo-client "$nsvc" 20 2>&1)
-expect_eq "20 direct calls to an AF_BUS service's unique name" \
-	"calls=20 ok=20 errors=0 forwarded=0 owners=" "$out"
-# By well-known name: the first through the daemon, then directly.
-out=$(timeout 60 $native afbus-echo-client com.example.NEcho 10 2>&1)
-# (Under load a reply can beat each Forwarded: then all ten go through
-# the daemon; see dbus-names.sh.)
-expect_match "10 calls to its well-known name, the first through the daemon" \
-	'^calls=10 ok=10 errors=0 forwarded=([1-9]|10) ' "$out"
-# Legacy <-> AF_BUS.
-timeout 20 $legacy dbus-send --session --print-reply --dest=com.example.NEcho / \
-	com.example.Echo.Echo string:l2n >/dev/null
-timeout 20 $native dbus-send --session --print-reply --dest="$lsvc" / \
-	com.example.Echo.Echo string:n2l >/dev/null
+# Calls: direct between AF_BUS clients, by well-known name (the first
+# through the daemon, which must not give it to eavesdroppers a second
+# time), legacy <-> AF_BUS.
+echo_traffic $AF $UX "$nsvc" "$lsvc"
 # A call to the daemon.
 id=$(timeout 20 $native dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
 	org.freedesktop.DBus.GetId | sed -n 's/^ *string "\(.*\)"$/\1/p')
@@ -122,23 +102,7 @@ wait_for_line /tmp/ev-sub.out '^com\.example\.Open\.Tell open-all '
 
 for t in all leg; do
 	f=/tmp/ev-$t.out
-	expect_eq "$t: the 20 direct calls, each once" 20 \
-		"$(count_lines $f "^method call .* -> destination=$nsvc .*member=Echo\$")"
-	expect_eq "$t: the service's 31 replies (20 + 10 + 1 to a legacy caller), each once" 31 \
-		"$(count_lines $f "^method return .* sender=$nsvc -> ")"
-	out=$(monitor_strings $f "member=Echo\$|^method return .* sender=$nsvc " |
-		grep '^message ' | sort | uniq -c | awk '{ print $1 }' | sort | uniq -c |
-		awk '{ printf "%dx%d ", $2, $1 }')
-	expect_eq "$t: message 0-9 in 4 messages each, 10-19 in 2" "2x10 4x10 " "$out"
-	out=$(awk '/^(method call|method return|error|signal) / { type = $1 "-" $2 }
-		/^   string "message [0-9]*"$/ { n[$0]++
-			if (n[$0] <= 2) print type }' $f | paste - - | sort | uniq -c |
-		awk '{ print $1, $2, $3 }')
-	expect_eq "$t: each call comes before its reply" "20 method-call method-return" "$out"
-	expect_eq "$t: the legacy -> AF_BUS call and its reply, once each" "l2n l2n" \
-		"$(monitor_strings $f '.' | grep -x l2n | tr '\n' ' ' | sed 's/ $//')"
-	expect_eq "$t: the AF_BUS -> legacy call and its reply, once each" "n2l n2l" \
-		"$(monitor_strings $f '.' | grep -x n2l | tr '\n' ' ' | sed 's/ $//')"
+	expect_saw_echo_traffic $t $f "$nsvc"
 	# As from dbus-daemon: the daemon's own replies go to their
 	# recipient only.
 	expect_eq "$t: the call to the daemon once, its reply not" "1 0" \
@@ -164,7 +128,7 @@ expect_eq "a subscriber that does not eavesdrop gets only the signal for everybo
 
 # The eavesdroppers leave: so does the daemon's eavesdropper.
 kill $ev_all $ev_leg $ev_rule $ev_sub
-wait_kernel_eavesdroppers 0
+wait_value 0 kernel_eavesdroppers
 expect_eq "without eavesdroppers the daemon stops eavesdropping" 0 "$(kernel_eavesdroppers)"
 
 # RemoveMatch of the last eavesdropping rule closes the tap too.
@@ -176,16 +140,12 @@ wait_ready /tmp/ev-rm.out
 expect_eq "an eavesdropping rule makes the daemon eavesdrop again" 1 "$(kernel_eavesdroppers)"
 $native dbus-send --session --type=signal /x com.example.R.Ping string:r
 wait_for_line /tmp/ev-rm.out '^removed$'
-wait_kernel_eavesdroppers 0
+wait_value 0 kernel_eavesdroppers
 expect_eq "its RemoveMatch, with the client still there, ends that" "0 connected" \
 	"$(kernel_eavesdroppers) $(kill -0 $ev_rm 2>/dev/null && echo connected)"
 kill $ev_rm
 
-i=0
-while [ "$(bus_sockets)" != "$base" ] && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_value "$base" bus_sockets
 expect_eq "the daemon closed its sockets" "$base" "$(bus_sockets)"
 out=$(timeout 20 $native dbus-send --session --print-reply --dest="$nsvc" / \
 	com.example.Echo.Echo string:after 2>&1)

@@ -271,11 +271,7 @@ kill $lsvc_pid $nsvc_pid
 for p in $_pids; do
 	[ "$p" = "$BUS_PID" ] || kill "$p" 2>/dev/null
 done
-i=0
-while [ "$(bus_sockets)" != "$base" ] && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_value "$base" bus_sockets
 expect_eq "no AF_BUS socket is left once the clients left" "$base" "$(bus_sockets)"
 out=$(timeout 20 $legacy dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
 	org.freedesktop.DBus.ListNames 2>&1)

@@ -25,16 +25,6 @@ with_limit() {
 		"$1" >"$1.new" && mv "$1.new" "$1"
 }
 
-# wait_gone PID: until PID exited (10 s at most); succeeds if it did.
-wait_gone() {
-	i=0
-	while kill -0 "$1" 2>/dev/null && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	! kill -0 "$1" 2>/dev/null
-}
-
 # Out of range: the daemon does not start.
 mixed_bus_config /tmp/loss-bad.conf afbus:path=/tmp/loss-bad unix:path=/tmp/loss-bad-unix
 with_limit /tmp/loss-bad.conf max_afbus_monitor_queue 0
@@ -77,21 +67,20 @@ kill -CONT $BUS_PID
 dbus-send --session --type=signal /x com.example.After.Ping
 expect_match "the kernel dropped copies for the stopped daemon" '^[1-9][0-9]*$' "$drops"
 
-check "the monitor is disconnected" wait_gone $mon
-check "... and so is the eavesdropper" wait_gone $eav
+wait_exit $mon
+check "the monitor is disconnected" test "$status" != running
+wait_exit $eav
+check "... and so is the eavesdropper" test "$status" != running
 expect_match "the daemon says why" \
 	'Disconnecting the monitors and eavesdroppers of the AF_BUS bus: they missed [1-9][0-9]* messages' \
 	"$(cat /tmp/loss.conf.out)"
 n=$(count_lines /tmp/ls-mon.out "^method call .* -> destination=$svc ")
 check "the monitor saw only part of the 800 calls ($n)" test "$n" -lt 800
-check "the client's calls all went on meanwhile" wait_gone $client
+wait_exit $client
+expect_eq "the client's calls all went on meanwhile" 0 "$status"
 expect_eq "... and were all answered" "calls=400 ok=400 errors=0 forwarded=0 owners=$svc" \
 	"$(cat /tmp/ls-client.out)"
-i=0
-while [ "$(kernel_eavesdroppers)" != 0 ] && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_value 0 kernel_eavesdroppers
 expect_eq "the daemon stopped eavesdropping" 0 "$(kernel_eavesdroppers)"
 
 # A new monitor: a new tap, which sees the next call once.

@@ -46,28 +46,15 @@ wait_seen $AF /tmp/mn-all.out /tmp/mn-leg.out /tmp/mn-rule.out
 expect_eq "monitors make the daemon one eavesdropper on the bus" 1 "$(kernel_eavesdroppers)"
 expect_eq "... with the longest queue the kernel allows" 1048576 "$(kernel_eavesdropper_qlen)"
 
-# Direct calls between AF_BUS clients, by unique name: the daemon never
-# sees them.
-out=$(timeout 60 $native afbus-echo-client "$nsvc" 20 2>&1)
-expect_eq "20 direct calls to an AF_BUS service's unique name" \
-	"calls=20 ok=20 errors=0 forwarded=0 owners=" "$out"
-# A signal between AF_BUS clients: a kernel multicast.
+# Calls: direct between AF_BUS clients (the daemon never sees them), by
+# well-known name, legacy <-> AF_BUS.
+echo_traffic $AF $UX "$nsvc" "$lsvc"
+# Signals between AF_BUS clients (kernel multicasts), and a legacy
+# client's; a call to the daemon.
 $native afbus-signal emit com.example.M.Ping 5 nm
-# A call to the daemon, and a call by well-known name (through the
-# daemon, then Forwarded: the next ones go directly).
+$legacy afbus-signal emit com.example.M.Ping 2 lm
 id=$(timeout 20 $native dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
 	org.freedesktop.DBus.GetId | sed -n 's/^ *string "\(.*\)"$/\1/p')
-out=$(timeout 60 $native afbus-echo-client com.example.NEcho 10 2>&1)
-# (Under load a reply can beat each Forwarded: then all ten go through
-# the daemon; see dbus-names.sh.)
-expect_match "10 calls to its well-known name, the first through the daemon" \
-	'^calls=10 ok=10 errors=0 forwarded=([1-9]|10) ' "$out"
-# Legacy <-> AF_BUS: calls both ways, and a legacy client's signals.
-timeout 20 $legacy dbus-send --session --print-reply --dest=com.example.NEcho / \
-	com.example.Echo.Echo string:l2n >/dev/null
-timeout 20 $native dbus-send --session --print-reply --dest="$lsvc" / \
-	com.example.Echo.Echo string:n2l >/dev/null
-$legacy afbus-signal emit com.example.M.Ping 2 lm
 
 # Order: three AF_BUS clients multicast 60 signals each at once; the
 # monitor sees them in the order a subscriber received them.
@@ -94,34 +81,12 @@ done
 
 for t in all leg; do
 	f=/tmp/mn-$t.out
-	# Each "message N" is one call and one reply, twice (the unique
-	# name's 20 calls and the well-known name's 10).
-	expect_eq "$t: the 20 direct calls, each once" 20 \
-		"$(count_lines $f "^method call .* -> destination=$nsvc .*member=Echo\$")"
-	expect_eq "$t: the service's 31 replies (20 + 10 + 1 to a legacy caller), each once" 31 \
-		"$(count_lines $f "^method return .* sender=$nsvc -> ")"
-	# "message 0-19" by unique name, "message 0-9" by well-known name:
-	# each a call and a reply.
-	out=$(monitor_strings $f "member=Echo\$|^method return .* sender=$nsvc " | grep '^message ' |
-		sort | uniq -c | awk '{ print $1 }' | sort | uniq -c |
-		awk '{ printf "%dx%d ", $2, $1 }')
-	expect_eq "$t: message 0-9 in 4 messages each, 10-19 in 2" "2x10 4x10 " "$out"
-	# The first time each string shows up is in a call, and the next in
-	# a reply.
-	out=$(awk '/^(method call|method return|error|signal) / { type = $1 "-" $2 }
-		/^   string "message [0-9]*"$/ { n[$0]++
-			if (n[$0] <= 2) print type }' $f | paste - - | sort | uniq -c |
-		awk '{ print $1, $2, $3 }')
-	expect_eq "$t: each call comes before its reply" "20 method-call method-return" "$out"
+	expect_saw_echo_traffic $t $f "$nsvc"
 	expect_eq "$t: the AF_BUS client's 5 signals once each, in order" \
 		"nm-0 nm-1 nm-2 nm-3 nm-4" \
 		"$(monitor_strings $f 'interface=com.example.M; member=Ping$' | grep '^nm-' | tr '\n' ' ' | sed 's/ $//')"
 	expect_eq "$t: the legacy client's 2 signals once each, in order" "lm-0 lm-1" \
 		"$(monitor_strings $f 'interface=com.example.M; member=Ping$' | grep '^lm-' | tr '\n' ' ' | sed 's/ $//')"
-	expect_eq "$t: the legacy -> AF_BUS call and its reply, once each" "l2n l2n" \
-		"$(monitor_strings $f '.' | grep -x l2n | tr '\n' ' ' | sed 's/ $//')"
-	expect_eq "$t: the AF_BUS -> legacy call and its reply, once each" "n2l n2l" \
-		"$(monitor_strings $f '.' | grep -x n2l | tr '\n' ' ' | sed 's/ $//')"
 	expect_eq "$t: GetId once, and its reply once" "1 1" \
 		"$(count_lines $f 'member=GetId$') $(count_lines $f "^   string \"$id\"\$")"
 	c=$(first_line $f 'member=GetId$')
@@ -142,17 +107,9 @@ expect_eq "... and no reply, no other signal, no other call" 0 \
 # The monitors leave (and the subscriber): so does the daemon's
 # eavesdropper.
 kill $mon_all $mon_leg $mon_rule $sub_pid
-i=0
-while [ "$(kernel_eavesdroppers)" != 0 ] && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_value 0 kernel_eavesdroppers
 expect_eq "without monitors the daemon stops eavesdropping" 0 "$(kernel_eavesdroppers)"
-i=0
-while [ "$(bus_sockets)" != "$base" ] && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_value "$base" bus_sockets
 expect_eq "... and closes its sockets" "$base" "$(bus_sockets)"
 out=$(timeout 20 $native dbus-send --session --print-reply --dest="$nsvc" / \
 	com.example.Echo.Echo string:after 2>&1)

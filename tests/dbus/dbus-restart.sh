@@ -10,22 +10,6 @@
 . /usr/libexec/afbus/dbus-test-lib.sh
 cd /tmp
 
-# wait_exit PID: wait for PID to exit (30 s at most); its exit status in
-# $status ("running" if it did not exit).
-wait_exit() {
-	i=0
-	while kill -0 "$1" 2>/dev/null && [ $i -lt 300 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	if kill -0 "$1" 2>/dev/null; then
-		status=running
-	else
-		wait "$1"
-		status=$?
-	fi
-}
-
 base=$(bus_sockets)
 path=/tmp/dbus-restart-bus
 rm -f "$path"
@@ -80,11 +64,7 @@ expect_match "the new daemon answers" 'string "com.example.Echo"' "$out"
 for p in $_pids; do kill "$p" 2>/dev/null; done
 wait 2>/dev/null
 _pids=
-i=0
-while [ "$(bus_sockets)" != "$base" ] && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_value "$base" bus_sockets
 expect_eq "no AF_BUS socket is left behind" "$base" "$(bus_sockets)"
 rm -f "$path"
 

@@ -106,6 +106,33 @@ wait_ready() {
 	done
 }
 
+# wait_exit PID: wait for PID to exit (30 s at most); its exit status in
+# $status ("running" if it did not exit).
+wait_exit() {
+	i=0
+	while kill -0 "$1" 2>/dev/null && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if kill -0 "$1" 2>/dev/null; then
+		status=running
+	else
+		wait "$1"
+		status=$?
+	fi
+}
+
+# wait_value VALUE COMMAND...: until COMMAND prints VALUE (10 s at most).
+wait_value() {
+	_v=$1
+	shift
+	i=0
+	while [ "$("$@")" != "$_v" ] && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
 # Sockets /proc/net/bus lists, without its header line.
 bus_sockets() {
 	echo $(($(wc -l </proc/net/bus) - 1))
@@ -205,6 +232,53 @@ wait_seen() {
 			i=$((i + 1))
 		done
 	done
+}
+
+# echo_traffic AF-ADDRESS UNIX-ADDRESS NSVC LSVC: calls on a mixed bus
+# whose AF_BUS echo service com.example.NEcho has the unique name NSVC
+# and whose legacy one LSVC: 20 direct calls to NSVC, 10 by the
+# well-known name (the first through the daemon), a legacy -> AF_BUS call
+# ("l2n") and an AF_BUS -> legacy one ("n2l").  Two checks.
+echo_traffic() {
+	out=$(DBUS_SESSION_BUS_ADDRESS=$1 timeout 60 afbus-echo-client "$3" 20 2>&1)
+	expect_eq "20 direct calls to an AF_BUS service's unique name" \
+		"calls=20 ok=20 errors=0 forwarded=0 owners=" "$out"
+	# (Under load a reply can beat each Forwarded: then all ten go
+	# through the daemon; see dbus-names.sh.)
+	out=$(DBUS_SESSION_BUS_ADDRESS=$1 timeout 60 afbus-echo-client com.example.NEcho 10 2>&1)
+	expect_match "10 calls to its well-known name, the first through the daemon" \
+		'^calls=10 ok=10 errors=0 forwarded=([1-9]|10) ' "$out"
+	DBUS_SESSION_BUS_ADDRESS=$2 timeout 20 dbus-send --session --print-reply \
+		--dest=com.example.NEcho / com.example.Echo.Echo string:l2n >/dev/null
+	DBUS_SESSION_BUS_ADDRESS=$1 timeout 20 dbus-send --session --print-reply \
+		--dest="$4" / com.example.Echo.Echo string:n2l >/dev/null
+}
+
+# expect_saw_echo_traffic TAG FILE NSVC: dbus-monitor's output FILE has
+# every call and reply of echo_traffic once, each call before its reply.
+# Six checks, named after TAG.
+expect_saw_echo_traffic() {
+	expect_eq "$1: the 20 direct calls, each once" 20 \
+		"$(count_lines "$2" "^method call .* -> destination=$3 .*member=Echo\$")"
+	expect_eq "$1: the service's 31 replies (20 + 10 + 1 to a legacy caller), each once" 31 \
+		"$(count_lines "$2" "^method return .* sender=$3 -> ")"
+	# "message 0-19" by unique name, "message 0-9" by well-known name:
+	# each a call and a reply.
+	out=$(monitor_strings "$2" "member=Echo\$|^method return .* sender=$3 " |
+		grep '^message ' | sort | uniq -c | awk '{ print $1 }' | sort | uniq -c |
+		awk '{ printf "%dx%d ", $2, $1 }')
+	expect_eq "$1: message 0-9 in 4 messages each, 10-19 in 2" "2x10 4x10 " "$out"
+	# The first time each string shows up is in a call, and the next in
+	# a reply.
+	out=$(awk '/^(method call|method return|error|signal) / { type = $1 "-" $2 }
+		/^   string "message [0-9]*"$/ { n[$0]++
+			if (n[$0] <= 2) print type }' "$2" | paste - - | sort | uniq -c |
+		awk '{ print $1, $2, $3 }')
+	expect_eq "$1: each call comes before its reply" "20 method-call method-return" "$out"
+	expect_eq "$1: the legacy -> AF_BUS call and its reply, once each" "l2n l2n" \
+		"$(monitor_strings "$2" '.' | grep -x l2n | tr '\n' ' ' | sed 's/ $//')"
+	expect_eq "$1: the AF_BUS -> legacy call and its reply, once each" "n2l n2l" \
+		"$(monitor_strings "$2" '.' | grep -x n2l | tr '\n' ' ' | sed 's/ $//')"
 }
 
 finish() {
