@@ -93,7 +93,11 @@ build() {
 # run_qemu MODE [WRAPPER...]: boot the guest (through WRAPPER, such as
 # `timeout N`); the serial console is on stdio and also logged to $LOG.
 run_qemu() {
-	local mode=$1 accel=(-accel tcg) disk=() append=
+	# RDRAND, trusted, seeds the kernel's random generator at boot: it
+	# would otherwise become ready only tens of seconds into the tests,
+	# and its static key flip then races with running tasks under TCG
+	# (an int3 oops in crng_make_state() was seen).
+	local mode=$1 accel=(-accel tcg -cpu qemu64,+rdrand) disk=() append=
 	shift
 	[ "${AFBUS_KVM:-0}" = 1 ] && accel=(-accel kvm -cpu host)
 	# snapshot=on: the guest's writes go to a temporary file, never the image
@@ -107,7 +111,7 @@ run_qemu() {
 		-chardev stdio,id=console,mux=on,signal=off,logfile="$LOG" \
 		-serial chardev:console -mon chardev=console \
 		-kernel "$KERNEL" -initrd "$INITRAMFS" ${disk[@]+"${disk[@]}"} \
-		-append "console=ttyS0 panic=-1 $append afbus.mode=$mode afbus.cpus=$CPUS afbus.test_timeout=$TEST_TIMEOUT afbus.fuzz_seconds=$FUZZ_SECONDS afbus.fuzz_seed=${AFBUS_FUZZ_SEED:-} afbus.stress_msgs=$STRESS_MSGS $GUEST_APPEND ${AFBUS_APPEND:-}"
+		-append "console=ttyS0 panic=-1 random.trust_cpu=on $append afbus.mode=$mode afbus.cpus=$CPUS afbus.test_timeout=$TEST_TIMEOUT afbus.fuzz_seconds=$FUZZ_SECONDS afbus.fuzz_seed=${AFBUS_FUZZ_SEED:-} afbus.stress_msgs=$STRESS_MSGS $GUEST_APPEND ${AFBUS_APPEND:-}"
 }
 
 # The kernel log the guest dumped at the end, without \r.
