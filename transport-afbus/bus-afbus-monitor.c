@@ -136,32 +136,43 @@ static dbus_bool_t replaying = FALSE;
 
 static void tap_close (void);
 
-/* Closes each connection of @list once (an eavesdropper is on it once
- * per rule).  Connections leave the list only when their disconnection
- * is handled, later. */
-static void
+/* Closes each connection of @list that is still connected (an
+ * eavesdropper is on it once per rule); returns how many it closed.
+ * Connections leave the list only when their disconnection is handled,
+ * later. */
+static int
 close_all (DBusList **list)
 {
   DBusList *link;
+  int n = 0;
 
   for (link = _dbus_list_get_first_link (list); link != NULL;
        link = _dbus_list_get_next_link (list, link))
-    if (dbus_connection_get_is_connected (link->data))
-      dbus_connection_close (link->data);
+    {
+      if (dbus_connection_get_is_connected (link->data))
+        {
+          dbus_connection_close (link->data);
+          n++;
+        }
+    }
+
+  return n;
 }
 
 /* The monitors and eavesdroppers missed messages, or will: they learn it
- * by being disconnected. */
+ * by being disconnected.  The warning is logged once for them, not again
+ * for the copies dropped while they were leaving. */
 static void
 monitors_lost (BusContext *context,
                const char *why)
 {
-  bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
-                   "Disconnecting the monitors and eavesdroppers of the"
-                   " AF_BUS bus: %s", why);
+  int n = close_all (&monitors);
 
-  close_all (&monitors);
-  close_all (&eavesdroppers);
+  n += close_all (&eavesdroppers);
+  if (n > 0)
+    bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
+                     "Disconnected the monitors and eavesdroppers of the"
+                     " AF_BUS bus: %s", why);
 }
 
 /* Whether @sender's messages reach monitors and eavesdroppers from the

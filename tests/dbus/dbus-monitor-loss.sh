@@ -72,8 +72,10 @@ check "the monitor is disconnected" test "$status" != running
 wait_exit $eav
 check "... and so is the eavesdropper" test "$status" != running
 expect_match "the daemon says why" \
-	'Disconnecting the monitors and eavesdroppers of the AF_BUS bus: they missed [1-9][0-9]* messages' \
+	'Disconnected the monitors and eavesdroppers of the AF_BUS bus: they missed [1-9][0-9]* messages' \
 	"$(cat /tmp/loss.conf.out)"
+expect_eq "... once, not again for the copies dropped while they left" 1 \
+	"$(grep -c 'they missed' /tmp/loss.conf.out)"
 n=$(count_lines /tmp/ls-mon.out "^method call .* -> destination=$svc ")
 check "the monitor saw only part of the 800 calls ($n)" test "$n" -lt 800
 wait_exit $client
