@@ -237,8 +237,9 @@ wait_seen() {
 # echo_traffic AF-ADDRESS UNIX-ADDRESS NSVC LSVC: calls on a mixed bus
 # whose AF_BUS echo service com.example.NEcho has the unique name NSVC
 # and whose legacy one LSVC: 20 direct calls to NSVC, 10 by the
-# well-known name (the first through the daemon), a legacy -> AF_BUS call
-# ("l2n") and an AF_BUS -> legacy one ("n2l").  Two checks.
+# well-known name (the first through the daemon), a direct call passing
+# a pipe (ReadFd), a legacy -> AF_BUS call ("l2n") and an AF_BUS ->
+# legacy one ("n2l").  Three checks.
 echo_traffic() {
 	out=$(DBUS_SESSION_BUS_ADDRESS=$1 timeout 60 afbus-echo-client "$3" 20 2>&1)
 	expect_eq "20 direct calls to an AF_BUS service's unique name" \
@@ -248,6 +249,8 @@ echo_traffic() {
 	out=$(DBUS_SESSION_BUS_ADDRESS=$1 timeout 60 afbus-echo-client com.example.NEcho 10 2>&1)
 	expect_match "10 calls to its well-known name, the first through the daemon" \
 		'^calls=10 ok=10 errors=0 forwarded=([1-9]|10) ' "$out"
+	out=$(DBUS_SESSION_BUS_ADDRESS=$1 timeout 20 afbus-echo-client --fd "$3" 2>&1)
+	expect_match "a direct call passing a pipe" 'read "through AF_BUS"' "$out"
 	DBUS_SESSION_BUS_ADDRESS=$2 timeout 20 dbus-send --session --print-reply \
 		--dest=com.example.NEcho / com.example.Echo.Echo string:l2n >/dev/null
 	DBUS_SESSION_BUS_ADDRESS=$1 timeout 20 dbus-send --session --print-reply \
@@ -255,12 +258,12 @@ echo_traffic() {
 }
 
 # expect_saw_echo_traffic TAG FILE NSVC: dbus-monitor's output FILE has
-# every call and reply of echo_traffic once, each call before its reply.
-# Six checks, named after TAG.
+# every call and reply of echo_traffic once, each call before its reply,
+# and the pipe with its call.  Seven checks, named after TAG.
 expect_saw_echo_traffic() {
 	expect_eq "$1: the 20 direct calls, each once" 20 \
 		"$(count_lines "$2" "^method call .* -> destination=$3 .*member=Echo\$")"
-	expect_eq "$1: the service's 31 replies (20 + 10 + 1 to a legacy caller), each once" 31 \
+	expect_eq "$1: the service's 32 replies (20 + 10 + ReadFd + 1 to a legacy caller), each once" 32 \
 		"$(count_lines "$2" "^method return .* sender=$3 -> ")"
 	# "message 0-19" by unique name, "message 0-9" by well-known name:
 	# each a call and a reply.
@@ -279,6 +282,9 @@ expect_saw_echo_traffic() {
 		"$(monitor_strings "$2" '.' | grep -x l2n | tr '\n' ' ' | sed 's/ $//')"
 	expect_eq "$1: the AF_BUS -> legacy call and its reply, once each" "n2l n2l" \
 		"$(monitor_strings "$2" '.' | grep -x n2l | tr '\n' ' ' | sed 's/ $//')"
+	# dbus-monitor prints the type of a file descriptor it received.
+	expect_eq "$1: the call passing a pipe once, with the pipe" "1 1" \
+		"$(count_lines "$2" "^method call .* -> destination=$3 .*member=ReadFd\$") $(count_lines "$2" 'type: fifo$')"
 }
 
 finish() {
