@@ -125,7 +125,8 @@ bus_afbus_connection_fd (DBusConnection *connection,
   return TRUE;
 }
 
-/* The AF_BUS server the daemon listens on (the first one), or NULL. */
+/* The AF_BUS server the daemon listens on (bus_afbus_check_listen(): at
+ * most one), or NULL. */
 DBusServer *
 bus_afbus_server (BusContext *context)
 {
@@ -138,6 +139,52 @@ bus_afbus_server (BusContext *context)
       return link->data;
 
   return NULL;
+}
+
+/**
+ * Refuses a configuration that listens on more than one AF_BUS address.
+ * The daemon names its AF_BUS clients after their kernel addresses
+ * (":0.<hex>", which the kernel's SENDER check knows), and each bus
+ * gives out the same addresses: two buses would give two clients one
+ * unique name.  Called once the daemon listens on all its addresses.
+ */
+dbus_bool_t
+bus_afbus_check_listen (BusContext *context,
+                        DBusError  *error)
+{
+  DBusList **servers = bus_context_get_servers (context);
+  DBusList *link;
+  DBusServer *first = NULL;
+
+  for (link = _dbus_list_get_first_link (servers); link != NULL;
+       link = _dbus_list_get_next_link (servers, link))
+    {
+      char *a, *b;
+
+      if (!_dbus_server_is_afbus (link->data))
+        continue;
+      if (first == NULL)
+        {
+          first = link->data;
+          continue;
+        }
+
+      a = dbus_server_get_address (first);
+      b = dbus_server_get_address (link->data);
+      if (a != NULL && b != NULL)
+        dbus_set_error (error, DBUS_ERROR_NOT_SUPPORTED,
+                        "dbus-daemon listens on one AF_BUS address at most"
+                        " (its AF_BUS clients are named after their"
+                        " addresses on that bus), not on both %s and %s",
+                        a, b);
+      else
+        BUS_SET_OOM (error);
+      dbus_free (a);
+      dbus_free (b);
+      return FALSE;
+    }
+
+  return TRUE;
 }
 
 dbus_bool_t
@@ -523,6 +570,13 @@ DBusServer *
 bus_afbus_server (BusContext *context)
 {
   return NULL;
+}
+
+dbus_bool_t
+bus_afbus_check_listen (BusContext *context,
+                        DBusError  *error)
+{
+  return TRUE;
 }
 
 dbus_bool_t

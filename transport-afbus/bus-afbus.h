@@ -23,6 +23,8 @@
 #include "connection.h"
 
 DBusServer *bus_afbus_server              (BusContext     *context);
+dbus_bool_t bus_afbus_check_listen        (BusContext     *context,
+                                           DBusError      *error);
 DBusConnection *bus_afbus_owner           (BusContext     *context,
                                            const char     *name);
 dbus_bool_t bus_afbus_connection_is_afbus (DBusConnection *connection);

@@ -25,6 +25,14 @@ signals() {
 		sed 's/ $//'
 }
 
+# One AF_BUS address per daemon: two buses would give two clients the
+# same address, and so the same unique name.
+mixed_bus_config /tmp/two-afbus.conf afbus:path=/tmp/two-afbus-a afbus:path=/tmp/two-afbus-b
+out=$(timeout 20 dbus-daemon --config-file=/tmp/two-afbus.conf --nofork 2>&1; echo "exit $?")
+expect_match "a daemon refuses to listen on two AF_BUS addresses, saying why" \
+	'listens on one AF_BUS address at most .*not on both afbus:path=/tmp/two-afbus-a.* and afbus:path=/tmp/two-afbus-b' "$out"
+expect_match "... and exits with an error" '^exit [1-9]' "$(printf '%s\n' "$out" | tail -n 1)"
+
 check "the daemon listens on afbus: and unix: at once" \
 	start_config_bus /tmp/legacy.conf $AF_PATH $UX_PATH
 base=$(bus_sockets)
