@@ -35,13 +35,7 @@ check "the daemon listens on afbus: and unix:" \
 # file's permissions as for a unix socket.
 chmod 0666 $AF_PATH $UX_PATH
 
-$native afbus-echo-service com.example.NEcho >/tmp/ev-nsvc.out 2>&1 &
-_pids="$_pids $!"
-$legacy afbus-echo-service com.example.LEcho >/tmp/ev-lsvc.out 2>&1 &
-_pids="$_pids $!"
-wait_ready /tmp/ev-nsvc.out /tmp/ev-lsvc.out
-nsvc=$(sed -n 's/^ready //p' /tmp/ev-nsvc.out)
-lsvc=$(sed -n 's/^ready //p' /tmp/ev-lsvc.out)
+start_echo_services $AF $UX
 expect_eq "no eavesdropper on the bus to begin with" 0 "$(kernel_eavesdroppers)"
 base=$(bus_sockets)
 

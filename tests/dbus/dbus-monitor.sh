@@ -22,13 +22,7 @@ legacy="env DBUS_SESSION_BUS_ADDRESS=$UX"
 check "the daemon listens on afbus: and unix:" \
 	start_config_bus /tmp/monitor.conf $AF_PATH $UX_PATH
 
-$native afbus-echo-service com.example.NEcho >/tmp/mn-nsvc.out 2>&1 &
-_pids="$_pids $!"
-$legacy afbus-echo-service com.example.LEcho >/tmp/mn-lsvc.out 2>&1 &
-_pids="$_pids $!"
-wait_ready /tmp/mn-nsvc.out /tmp/mn-lsvc.out
-nsvc=$(sed -n 's/^ready //p' /tmp/mn-nsvc.out)
-lsvc=$(sed -n 's/^ready //p' /tmp/mn-lsvc.out)
+start_echo_services $AF $UX
 expect_eq "no eavesdropper on the bus without monitors" 0 "$(kernel_eavesdroppers)"
 base=$(bus_sockets)
 

@@ -234,6 +234,21 @@ wait_seen() {
 	done
 }
 
+# start_echo_services AF-ADDRESS UNIX-ADDRESS: start the echo services
+# echo_traffic calls, com.example.NEcho on AF_BUS and com.example.LEcho
+# as a legacy client, and set nsvc and lsvc to their unique names.
+start_echo_services() {
+	DBUS_SESSION_BUS_ADDRESS=$1 afbus-echo-service com.example.NEcho \
+		>/tmp/echo-nsvc.out 2>&1 &
+	_pids="$_pids $!"
+	DBUS_SESSION_BUS_ADDRESS=$2 afbus-echo-service com.example.LEcho \
+		>/tmp/echo-lsvc.out 2>&1 &
+	_pids="$_pids $!"
+	wait_ready /tmp/echo-nsvc.out /tmp/echo-lsvc.out
+	nsvc=$(sed -n 's/^ready //p' /tmp/echo-nsvc.out)
+	lsvc=$(sed -n 's/^ready //p' /tmp/echo-lsvc.out)
+}
+
 # echo_traffic AF-ADDRESS UNIX-ADDRESS NSVC LSVC: calls on a mixed bus
 # whose AF_BUS echo service com.example.NEcho has the unique name NSVC
 # and whose legacy one LSVC: 20 direct calls to NSVC, 10 by the
