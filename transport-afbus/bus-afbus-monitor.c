@@ -364,7 +364,16 @@ tap_read_one (void)
     return 0;
   if (len < 0 || msg.msg_namelen == 0)
     {
+      DBusServer *server = bus_afbus_server (t->context);
       char why[128];
+
+      /* The daemon closing its bus as it exits (bus_context_shutdown())
+       * ends the tap too; the monitors lose nothing they could get. */
+      if (server == NULL || !dbus_server_get_is_connected (server))
+        {
+          tap_close ();
+          return -1;
+        }
 
       snprintf (why, sizeof (why), "the kernel's copy of the bus failed: %s",
                 len < 0 ? _dbus_strerror (errno) : "end of file");

@@ -97,4 +97,12 @@ wait_for_line /tmp/ls-mon2.out 'member=End$'
 expect_eq "... and sees the next call once" 1 \
 	"$(monitor_strings /tmp/ls-mon2.out 'member=Echo$' | grep -cx again)"
 
+# The daemon exits with the monitor still there: closing its bus ends
+# the tap, which is no failure to warn about.
+kill $BUS_PID
+wait_exit $BUS_PID
+check "the daemon exits with a monitor connected" test "$status" != running
+expect_eq "... without a false alarm about its tap" 0 \
+	"$(grep -c 'copy of the bus failed' /tmp/loss.conf.out)"
+
 finish
