@@ -240,84 +240,42 @@ replay (BusAfbusTap *t,
                    "No memory to show monitors a message from %s", name);
 }
 
-/* Reads the next message into the loader, with its fds; FALSE on OOM
- * (the message stays in the kernel). */
+/* Reads the next message, @len bytes long, into the loader, with its
+ * fds; *ok is FALSE if it was not read whole (it is lost).  Returns FALSE
+ * on OOM (the message stays in the kernel). */
 static dbus_bool_t
 read_message (BusAfbusTap *t,
               int          len,
-              int         *bytes)
+              dbus_bool_t *ok)
 {
-  union {
-    struct cmsghdr hdr;
-    /* the fds, and the drop count, which the kernel puts first */
-    char buf[CMSG_SPACE (sizeof (dbus_uint32_t)) +
-             CMSG_SPACE (sizeof (int) * DBUS_DEFAULT_MESSAGE_UNIX_FDS)];
-  } cmsgbuf;
-  struct cmsghdr *cm;
-  struct msghdr msg;
-  struct iovec iov;
   DBusString *buffer;
+  dbus_uint64_t source;
   int *fds = NULL;
-  unsigned int n_fds = 0, max_fds = 0, got_fds = 0;
-  int start;
+  unsigned int n_fds = 0;
+  int bytes, saved_errno;
 
   _dbus_message_loader_get_buffer (t->loader, &buffer, NULL, NULL);
-  start = _dbus_string_get_length (buffer);
-  if (!_dbus_string_lengthen (buffer, len))
-    {
-      _dbus_message_loader_return_buffer (t->loader, buffer);
-      return FALSE;
-    }
-
 #ifdef HAVE_UNIX_FD_PASSING
   if (!_dbus_message_loader_get_unix_fds (t->loader, &fds, &n_fds))
     {
-      _dbus_string_set_length (buffer, start);
       _dbus_message_loader_return_buffer (t->loader, buffer);
       return FALSE;
     }
-  max_fds = n_fds < DBUS_DEFAULT_MESSAGE_UNIX_FDS ?
-    n_fds : DBUS_DEFAULT_MESSAGE_UNIX_FDS;
 #endif
 
-  iov.iov_base = _dbus_string_get_data_len (buffer, start, len);
-  iov.iov_len = len;
-  _DBUS_ZERO (msg);
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  _DBUS_ZERO (cmsgbuf);
-  msg.msg_control = cmsgbuf.buf;
-  msg.msg_controllen = CMSG_SPACE (sizeof (dbus_uint32_t)) +
-    CMSG_SPACE (sizeof (int) * max_fds);
-
-  do
-    *bytes = recvmsg (t->client.fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  while (*bytes < 0 && errno == EINTR);
-
-  for (cm = CMSG_FIRSTHDR (&msg); *bytes >= 0 && cm != NULL;
-       cm = CMSG_NXTHDR (&msg, cm))
-    {
-      if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-        {
-          unsigned int i, n = (cm->cmsg_len - CMSG_LEN (0)) / sizeof (int);
-          int *cfds = (int *) (void *) CMSG_DATA (cm);
-
-          for (i = 0; i < n; i++)
-            {
-              if (got_fds < max_fds)
-                fds[got_fds++] = cfds[i];
-              else
-                close (cfds[i]);
-            }
-        }
-    }
+  /* (No fds come back on failure.) */
+  bytes = _dbus_afbus_recv_datagram (t->client.fd, len, buffer, fds, &n_fds,
+                                     &source);
+  saved_errno = errno;
 
 #ifdef HAVE_UNIX_FD_PASSING
-  _dbus_message_loader_return_unix_fds (t->loader, fds, got_fds);
+  _dbus_message_loader_return_unix_fds (t->loader, fds, n_fds);
 #endif
-  if (*bytes != len)
-    _dbus_string_set_length (buffer, start);
   _dbus_message_loader_return_buffer (t->loader, buffer);
+
+  if (bytes < 0 && saved_errno == ENOMEM)
+    return FALSE;
+  *ok = (bytes == len);
   return TRUE;
 }
 
@@ -345,6 +303,7 @@ tap_read_one (void)
   BusAfbusTap *t = tap;
   DBusMessage *message, *extra;
   dbus_uint64_t source;
+  dbus_bool_t whole;
   int len, bytes;
 
   /* Who sent the next message, its size and the drop count, without
@@ -417,7 +376,7 @@ tap_read_one (void)
       return 1;
     }
 
-  if (!read_message (t, len, &bytes))
+  if (!read_message (t, len, &whole))
     {
       /* Without memory: the message stays in the kernel; the watch
        * calls again. */
@@ -425,7 +384,7 @@ tap_read_one (void)
       return 1;
     }
 
-  if (bytes != len || !_dbus_message_loader_queue_messages (t->loader) ||
+  if (!whole || !_dbus_message_loader_queue_messages (t->loader) ||
       _dbus_message_loader_get_is_corrupted (t->loader))
     {
       /* Not one D-Bus message (the authentication of a client, say),

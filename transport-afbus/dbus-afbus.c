@@ -21,11 +21,13 @@
 
 #ifdef DBUS_HAVE_AFBUS
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include "dbus-file.h"
 #include "dbus-protocol.h"
+#include "dbus-sysdeps-unix.h"
 
 /**
  * @defgroup DBusAfbus AF_BUS addressing
@@ -622,6 +624,114 @@ _dbus_afbus_peers_gone (DBusAfbusPeers  *peers,
   e->check_serial = 0;
   e->last_use = 0;
   return TRUE;
+}
+
+/**
+ * Receives the next datagram of the AF_BUS socket @p fd, which a peek
+ * (MSG_PEEK | MSG_TRUNC) said is @p len bytes long, appending it to
+ * @p buffer.  Unix fds that come with it go to @p fds, at most *@p n_fds
+ * of them (*@p n_fds then says how many came; the others are closed);
+ * the sender's address goes to *@p source.  There is room for an
+ * SO_RXQ_OVFL count too, which the caller peeks at if it wants it.
+ *
+ * @returns @p len, or -1 with errno set (and no fds): ENOMEM (nothing
+ *  was read), EPROTO (the datagram was not @p len bytes long or its fds
+ *  did not fit: it is lost, fds and all, and nothing is appended), or
+ *  recvmsg()'s error
+ */
+int
+_dbus_afbus_recv_datagram (int            fd,
+                           int            len,
+                           DBusString    *buffer,
+                           int           *fds,
+                           unsigned int  *n_fds,
+                           dbus_uint64_t *source)
+{
+  struct sockaddr_bus sa;
+  struct msghdr msg;
+  struct iovec iov;
+  union {
+    struct cmsghdr hdr;
+    char buf[CMSG_SPACE (sizeof (dbus_uint32_t)) +
+             CMSG_SPACE (sizeof (int) * DBUS_DEFAULT_MESSAGE_UNIX_FDS)];
+  } cmsgbuf;
+  struct cmsghdr *cm;
+  unsigned int max_fds = (n_fds != NULL) ? *n_fds : 0;
+  unsigned int got_fds = 0;
+  int start, bytes;
+
+  if (n_fds != NULL)
+    *n_fds = 0;
+  if (max_fds > DBUS_DEFAULT_MESSAGE_UNIX_FDS)
+    max_fds = DBUS_DEFAULT_MESSAGE_UNIX_FDS;
+
+  start = _dbus_string_get_length (buffer);
+  if (!_dbus_string_lengthen (buffer, len))
+    {
+      errno = ENOMEM;
+      return -1;
+    }
+
+  iov.iov_base = _dbus_string_get_data_len (buffer, start, len);
+  iov.iov_len = len;
+  _DBUS_ZERO (msg);
+  _DBUS_ZERO (sa);
+  _DBUS_ZERO (cmsgbuf);
+  msg.msg_name = &sa;
+  msg.msg_namelen = sizeof (sa);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = cmsgbuf.buf;
+  msg.msg_controllen = CMSG_SPACE (sizeof (dbus_uint32_t)) +
+    CMSG_SPACE (sizeof (int) * max_fds);
+
+  do
+    bytes = recvmsg (fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  while (bytes < 0 && errno == EINTR);
+
+  if (bytes < 0)
+    {
+      int saved_errno = errno;
+
+      _dbus_string_set_length (buffer, start);
+      errno = saved_errno;
+      return -1;
+    }
+
+  for (cm = CMSG_FIRSTHDR (&msg); cm != NULL; cm = CMSG_NXTHDR (&msg, cm))
+    {
+      if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+        {
+          unsigned int i, n = (cm->cmsg_len - CMSG_LEN (0)) / sizeof (int);
+          int *cfds = (int *) (void *) CMSG_DATA (cm);
+
+          for (i = 0; i < n; i++)
+            {
+              if (got_fds < max_fds)
+                fds[got_fds++] = cfds[i];
+              else
+                _dbus_close (cfds[i], NULL);
+            }
+        }
+    }
+
+  if (bytes != len || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+    {
+      /* Somebody else reads this socket, or the fds did not fit: the
+       * message is lost either way, with its fds. */
+      _dbus_verbose ("AF_BUS message of %d bytes read as %d (flags 0x%x)\n",
+                     len, bytes, msg.msg_flags);
+      while (got_fds > 0)
+        _dbus_close (fds[--got_fds], NULL);
+      _dbus_string_set_length (buffer, start);
+      errno = EPROTO;
+      return -1;
+    }
+
+  if (n_fds != NULL)
+    *n_fds = got_fds;
+  *source = sa.sbus_addr.s_addr;
+  return bytes;
 }
 
 /** @} */

@@ -82,6 +82,14 @@ DBUS_PRIVATE_EXPORT
 dbus_bool_t   _dbus_afbus_message_get_addr      (DBusMessage       *message,
                                                  dbus_uint64_t     *addr);
 
+DBUS_PRIVATE_EXPORT
+int           _dbus_afbus_recv_datagram         (int                fd,
+                                                 int                len,
+                                                 DBusString        *buffer,
+                                                 int               *fds,
+                                                 unsigned int      *n_fds,
+                                                 dbus_uint64_t     *source);
+
 typedef struct DBusAfbusNameCache DBusAfbusNameCache;
 
 DBusAfbusNameCache *_dbus_afbus_name_cache_new    (void);

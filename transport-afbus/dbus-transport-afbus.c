@@ -230,101 +230,23 @@ recv_datagram (DBusTransportAfbus *afbus_transport,
                unsigned int       *n_fds,
                dbus_uint64_t      *source)
 {
-  struct sockaddr_bus sa;
-  struct msghdr msg;
-  struct iovec iov;
-  union {
-    struct cmsghdr hdr;
-    char buf[CMSG_SPACE (sizeof (int) * DBUS_DEFAULT_MESSAGE_UNIX_FDS)];
-  } cmsgbuf;
-  struct cmsghdr *cm;
-  unsigned int max_fds = (n_fds != NULL) ? *n_fds : 0;
-  unsigned int got_fds = 0;
-  int start, len, bytes;
-
-  if (n_fds != NULL)
-    *n_fds = 0;
+  int len;
 
   /* The size of the next message, without taking it. */
- again_peek:
-  len = recv (afbus_transport->fd.fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
-  if (len < 0 && errno == EINTR)
-    goto again_peek;
+  do
+    len = recv (afbus_transport->fd.fd, NULL, 0,
+                MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+  while (len < 0 && errno == EINTR);
+
   if (len <= 0)
-    return len;
-
-  start = _dbus_string_get_length (buffer);
-  if (!_dbus_string_lengthen (buffer, len))
     {
-      errno = ENOMEM;
-      return -1;
+      if (n_fds != NULL)
+        *n_fds = 0;
+      return len;
     }
 
-  iov.iov_base = _dbus_string_get_data_len (buffer, start, len);
-  iov.iov_len = len;
-
-  _DBUS_ZERO (msg);
-  _DBUS_ZERO (sa);
-  msg.msg_name = &sa;
-  msg.msg_namelen = sizeof (sa);
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (max_fds > 0)
-    {
-      if (max_fds > DBUS_DEFAULT_MESSAGE_UNIX_FDS)
-        max_fds = DBUS_DEFAULT_MESSAGE_UNIX_FDS;
-      _DBUS_ZERO (cmsgbuf);
-      msg.msg_control = cmsgbuf.buf;
-      msg.msg_controllen = CMSG_SPACE (sizeof (int) * max_fds);
-    }
-
- again:
-  bytes = recvmsg (afbus_transport->fd.fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  if (bytes < 0 && errno == EINTR)
-    goto again;
-
-  if (bytes < 0)
-    {
-      int saved_errno = errno;
-
-      _dbus_string_set_length (buffer, start);
-      errno = saved_errno;
-      return -1;
-    }
-
-  for (cm = CMSG_FIRSTHDR (&msg); cm != NULL; cm = CMSG_NXTHDR (&msg, cm))
-    {
-      if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-        {
-          unsigned int i, n = (cm->cmsg_len - CMSG_LEN (0)) / sizeof (int);
-          int *cfds = (int *) (void *) CMSG_DATA (cm);
-
-          for (i = 0; i < n; i++)
-            {
-              if (got_fds < max_fds)
-                fds[got_fds++] = cfds[i];
-              else
-                _dbus_close (cfds[i], NULL);
-            }
-        }
-    }
-
-  if (n_fds != NULL)
-    *n_fds = got_fds;
-
-  if (bytes != len || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
-    {
-      /* Somebody else reads this socket, or the fds did not fit: the
-       * message is lost either way, and the stream of messages broken. */
-      _dbus_verbose ("AF_BUS message of %d bytes read as %d (flags 0x%x)\n",
-                     len, bytes, msg.msg_flags);
-      _dbus_string_set_length (buffer, start);
-      errno = EPROTO;
-      return -1;
-    }
-
-  *source = sa.sbus_addr.s_addr;
-  return bytes;
+  return _dbus_afbus_recv_datagram (afbus_transport->fd.fd, len, buffer,
+                                    fds, n_fds, source);
 }
 
 /* return value is whether we successfully read any new data. */
