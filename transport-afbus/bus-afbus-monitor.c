@@ -220,8 +220,7 @@ replay (BusAfbusTap *t,
 
   /* The kernel gave it to its recipient; the eavesdroppers get it from
    * here.  What was queued for some before a failure still goes. */
-  if (eavesdroppers != NULL && sends_through_kernel (sender) &&
-      dbus_message_get_destination (message) != NULL &&
+  if (bus_afbus_monitor_eavesdrop_from_tap (sender, message) &&
       !bus_dispatch_match_recipients (transaction, sender, recipient,
                                       message, &error))
     {
@@ -450,6 +449,14 @@ tap_watch (DBusWatch    *watch,
   return TRUE;
 }
 
+/* With neither monitors nor eavesdroppers left, nobody needs the tap. */
+static void
+tap_close_if_unused (void)
+{
+  if (monitors == NULL && eavesdroppers == NULL)
+    tap_close ();
+}
+
 static void
 tap_close (void)
 {
@@ -577,8 +584,7 @@ void
 bus_afbus_monitor_remove (DBusConnection *monitor)
 {
   _dbus_list_remove_last (&monitors, monitor);
-  if (monitors == NULL && eavesdroppers == NULL)
-    tap_close ();
+  tap_close_if_unused ();
 }
 
 /**
@@ -622,8 +628,7 @@ bus_afbus_monitor_remove_eavesdropper (DBusConnection *connection,
     return;
 
   _dbus_list_remove_last (&eavesdroppers, connection);
-  if (monitors == NULL && eavesdroppers == NULL)
-    tap_close ();
+  tap_close_if_unused ();
 }
 
 /**
@@ -634,14 +639,13 @@ bus_afbus_monitor_drop_eavesdropper (DBusConnection *connection)
 {
   while (_dbus_list_remove (&eavesdroppers, connection))
     ;
-  if (monitors == NULL && eavesdroppers == NULL)
-    tap_close ();
+  tap_close_if_unused ();
 }
 
 /**
- * Whether the eavesdroppers get @message, which @sender sent the
- * daemon, from the tap (#TRUE: the daemon leaves them out when it
- * dispatches it).
+ * Whether the eavesdroppers get @message, which @sender sent, from the
+ * tap: then replay() gives it to them, and the daemon leaves them out if
+ * it dispatches the message itself (sent to it, or to forward).
  */
 dbus_bool_t
 bus_afbus_monitor_eavesdrop_from_tap (DBusConnection *sender,

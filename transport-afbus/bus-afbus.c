@@ -153,21 +153,16 @@ bus_afbus_check_listen (BusContext *context,
                         DBusError  *error)
 {
   DBusList **servers = bus_context_get_servers (context);
+  DBusServer *first = bus_afbus_server (context);
   DBusList *link;
-  DBusServer *first = NULL;
 
   for (link = _dbus_list_get_first_link (servers); link != NULL;
        link = _dbus_list_get_next_link (servers, link))
     {
       char *a, *b;
 
-      if (!_dbus_server_is_afbus (link->data))
+      if (link->data == first || !_dbus_server_is_afbus (link->data))
         continue;
-      if (first == NULL)
-        {
-          first = link->data;
-          continue;
-        }
 
       a = dbus_server_get_address (first);
       b = dbus_server_get_address (link->data);

@@ -320,6 +320,22 @@ TEST_F(ctl, permissions)
 	ASSERT_EQ(NFDBUS_BUS_CHECK_SENDER, bus_flags(_metadata, &self->b));
 }
 
+/*
+ * In a child, where the harness cannot assert: a master on @bus, and one
+ * client that it accepted (@p).  0, or the code the child exits with.
+ */
+static int child_bus(const struct bus_name *bus, int *m, struct bus_peer *p)
+{
+	*m = socket(AF_BUS, SOCK_SEQPACKET, BUS_PROTO_DBUS);
+	if (*m < 0 || bus_bind_name(*m, bus) || listen(*m, 4))
+		return 102;
+	p->cfd = socket(AF_BUS, SOCK_SEQPACKET, BUS_PROTO_DBUS);
+	if (p->cfd < 0 || bus_connect_name(p->cfd, bus))
+		return 103;
+	p->afd = accept(*m, NULL, NULL);
+	return p->afd < 0 ? 104 : 0;
+}
+
 /* A master of uid 1000: that uid may manage its rules, others not. */
 static int unprivileged_master(struct nfd_bus *unused)
 {
@@ -328,19 +344,12 @@ static int unprivileged_master(struct nfd_bus *unused)
 	struct nfdbus_bus nb = nfd_name(&bus);
 	struct nfdbus *h;
 	uint32_t flags;
-	int m, bad = 0;
+	int m, bad;
 
 	(void)unused;
-	m = socket(AF_BUS, SOCK_SEQPACKET, BUS_PROTO_DBUS);
-	if (m < 0 || bind(m, (struct sockaddr *)&bus.sa, bus.len) ||
-	    listen(m, 4))
-		return 102;
-	p.cfd = socket(AF_BUS, SOCK_SEQPACKET, BUS_PROTO_DBUS);
-	if (p.cfd < 0 || connect(p.cfd, (struct sockaddr *)&bus.sa, bus.len))
-		return 103;
-	p.afd = accept(m, NULL, NULL);
-	if (p.afd < 0)
-		return 104;
+	bad = child_bus(&bus, &m, &p);
+	if (bad)
+		return bad;
 	h = nfdbus_open();
 	if (!h)
 		return 105;
@@ -574,7 +583,7 @@ static int uid_and_capability(struct nfd_bus *unused)
 	struct bus_name bus = bus_name_abstract();
 	struct nfdbus_bus nb = nfd_name(&bus);
 	struct nfdbus *by_root, *by_uid, *now;
-	int m, bad = 0;
+	int m, bad;
 
 	(void)unused;
 	by_root = nfdbus_open();
@@ -582,16 +591,11 @@ static int uid_and_capability(struct nfd_bus *unused)
 		return 101;
 	if (setegid(1000) || seteuid(1000))
 		return 100;
-	m = socket(AF_BUS, SOCK_SEQPACKET, BUS_PROTO_DBUS);
-	if (m < 0 || bind(m, (struct sockaddr *)&bus.sa, bus.len) ||
-	    listen(m, 4))
-		return 102;
-	p.cfd = socket(AF_BUS, SOCK_SEQPACKET, BUS_PROTO_DBUS);
-	if (p.cfd < 0 || connect(p.cfd, (struct sockaddr *)&bus.sa, bus.len))
-		return 103;
-	p.afd = accept(m, NULL, NULL);
+	bad = child_bus(&bus, &m, &p);
+	if (bad)
+		return bad;
 	by_uid = nfdbus_open();
-	if (p.afd < 0 || !by_uid)
+	if (!by_uid)
 		return 104;
 	if (seteuid(0) || setegid(0) || !drop_to(65534))
 		return 100;
