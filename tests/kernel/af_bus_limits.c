@@ -102,11 +102,28 @@ FIXTURE_TEARDOWN(limits)
 	bus_close_peers(&self->m, self->p, 2);
 }
 
+/* A receive buffer large enough that a queue limit, not it, stops fill():
+ * queued messages are charged to their recipient (af_bus.rst, "Memory").
+ */
+static void big_rcvbuf(struct __test_metadata *_metadata, int fd)
+{
+	int big = 32 << 20;
+
+	ASSERT_OK(setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big,
+			     sizeof(big)));
+}
+
 static void open_two(struct __test_metadata *_metadata,
 		     FIXTURE_DATA(limits) *self)
 {
+	int i;
+
 	bus_peer_open(_metadata, &self->p[0], self->m, &self->bus, true);
 	bus_peer_open(_metadata, &self->p[1], self->m, &self->bus, true);
+	for (i = 0; i < 2; i++) {
+		big_rcvbuf(_metadata, self->p[i].cfd);
+		big_rcvbuf(_metadata, self->p[i].afd);
+	}
 }
 
 TEST_F(limits, maxqlen_on_master_limits_later_clients)
