@@ -541,38 +541,54 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
   return DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
 }
 
+/* The most the daemon lets the kernel hold unread for one connection
+ * of an AF_BUS bus: kernel memory is charged to no memory cgroup, so
+ * not all of max_outgoing_bytes (127 MB on the system bus). */
+#define AFBUS_MAX_RCVBUF (8 * 1024 * 1024)
+
 /**
- * Lets every client of an AF_BUS server, and the server's side of it,
- * send messages of @p size bytes: BUS_SET_SENDBUF on the listening
- * socket sizes the send buffers of the connections made from then on
- * (a default send buffer holds a few hundred KiB, and every queued copy
- * of a message is charged to its sender until it is read).  Without
- * CAP_NET_ADMIN the kernel caps it at net.core.wmem_max; larger messages
- * then fail with a LimitsExceeded error for their sender.
+ * Sizes the kernel buffers of the connections made from now on to an
+ * AF_BUS server, on its listening socket:
+ *
+ * - BUS_SET_SENDBUF, so that every client, and the server's side of it,
+ *   can send messages of @p max_message_size bytes (a message must fit
+ *   in its sender's send buffer while it is being sent);
+ * - BUS_SET_RCVBUF, so that the kernel holds for a client that reads
+ *   more slowly than its messages come as much as dbus-daemon would
+ *   queue for it (@p max_queued_bytes, the configuration's
+ *   max_outgoing_bytes), at most AFBUS_MAX_RCVBUF: queued messages are
+ *   charged to their recipient's receive buffer, and a default one holds
+ *   a few hundred small messages.
+ *
+ * Without CAP_NET_ADMIN the kernel caps them at net.core.wmem_max and
+ * net.core.rmem_max; larger messages then fail with a LimitsExceeded
+ * error for their sender, and a slow subscriber misses signals sooner.
  *
  * Does nothing on servers of other transports.
  *
  * @param server the server
- * @param size the largest message size
+ * @param max_message_size the largest message size
+ * @param max_queued_bytes what may wait for one connection to read
  * @param error set if the kernel refuses
  * @returns #FALSE on error
  */
 dbus_bool_t
-_dbus_server_afbus_set_max_message_size (DBusServer *server,
-                                         long        size,
-                                         DBusError  *error)
+_dbus_server_afbus_set_limits (DBusServer *server,
+                               long        max_message_size,
+                               long        max_queued_bytes,
+                               DBusError  *error)
 {
   DBusServerAfbus *afbus_server = (DBusServerAfbus *) server;
-  int sndbuf;
+  int sndbuf, rcvbuf;
 
   if (server->vtable != &afbus_vtable)
     return TRUE;
 
   /* No D-Bus message is larger; the kernel doubles the value, as for
    * SO_SNDBUF, which leaves room for its overhead and other messages. */
-  if (size > DBUS_MAXIMUM_MESSAGE_LENGTH)
-    size = DBUS_MAXIMUM_MESSAGE_LENGTH;
-  sndbuf = (int) size + 64 * 1024;
+  if (max_message_size > DBUS_MAXIMUM_MESSAGE_LENGTH)
+    max_message_size = DBUS_MAXIMUM_MESSAGE_LENGTH;
+  sndbuf = (int) max_message_size + 64 * 1024;
 
   if (setsockopt (afbus_server->fd.fd, SOL_BUS, BUS_SET_SENDBUF,
                   &sndbuf, sizeof (sndbuf)) < 0)
@@ -580,6 +596,20 @@ _dbus_server_afbus_set_max_message_size (DBusServer *server,
       dbus_set_error (error, _dbus_error_from_errno (errno),
                       "Failed to set the send buffer of AF_BUS bus \"%s\" to %d bytes: %s",
                       afbus_server->path, sndbuf, _dbus_strerror (errno));
+      return FALSE;
+    }
+
+  /* the kernel doubles it too, for its own overhead per message */
+  if (max_queued_bytes > AFBUS_MAX_RCVBUF)
+    max_queued_bytes = AFBUS_MAX_RCVBUF;
+  rcvbuf = max_queued_bytes > 0 ? (int) max_queued_bytes : 1;
+
+  if (setsockopt (afbus_server->fd.fd, SOL_BUS, BUS_SET_RCVBUF,
+                  &rcvbuf, sizeof (rcvbuf)) < 0)
+    {
+      dbus_set_error (error, _dbus_error_from_errno (errno),
+                      "Failed to set the receive buffer of AF_BUS bus \"%s\" to %d bytes: %s",
+                      afbus_server->path, rcvbuf, _dbus_strerror (errno));
       return FALSE;
     }
 
@@ -724,9 +754,10 @@ _dbus_server_afbus_connect_self (DBusServer *server,
 }
 
 dbus_bool_t
-_dbus_server_afbus_set_max_message_size (DBusServer *server,
-                                         long        size,
-                                         DBusError  *error)
+_dbus_server_afbus_set_limits (DBusServer *server,
+                               long        max_message_size,
+                               long        max_queued_bytes,
+                               DBusError  *error)
 {
   return TRUE;
 }

@@ -27,9 +27,10 @@ DBusServerListenResult _dbus_server_listen_afbus (DBusAddressEntry  *entry,
                                                   DBusError         *error);
 
 DBUS_PRIVATE_EXPORT
-dbus_bool_t _dbus_server_afbus_set_max_message_size (DBusServer *server,
-                                                     long        size,
-                                                     DBusError  *error);
+dbus_bool_t _dbus_server_afbus_set_limits   (DBusServer *server,
+                                             long        max_message_size,
+                                             long        max_queued_bytes,
+                                             DBusError  *error);
 
 DBUS_PRIVATE_EXPORT
 dbus_bool_t _dbus_server_is_afbus           (DBusServer *server);

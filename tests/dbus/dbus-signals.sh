@@ -119,9 +119,17 @@ while [ "$(signals /tmp/sig-f-live.out | wc -l)" -lt 2000 ] && [ $i -lt 300 ]; d
 done
 expect_eq "... the other subscriber gets all of them, in order" "2000 f-0 f-1999 in-order=1" \
 	"$(summary /tmp/sig-f-live.out)"
+# What the stopped one lost is counted in its socket's Drops. Queued
+# messages are charged to their recipient's receive buffer, which the
+# daemon made large enough (max_outgoing_bytes, at most 8 MiB) that the
+# 1024-message queue limit is what fills first.
+stop=$(sed -n 's/^ready :0\.//p' /tmp/sig-f-stop.out)
+stop_drops=$(awk -v a="$(printf '%016x' "0x$stop")" \
+	'$4 == "client" && substr($11, 1, 16) == a { print $10 }' /proc/net/bus)
+expect_eq "... the kernel counted the 976 it missed" 976 "$stop_drops"
 kill -CONT $stop_pid
 sleep 2
-expect_eq "... the stopped one the 1024 its queue held, then nothing it missed" \
+expect_eq "... the stopped one reads the 1024 its queue held, then nothing it missed" \
 	"1024 f-0 f-1023 in-order=1" \
 	"$(summary /tmp/sig-f-stop.out)"
 kill $live_pid $stop_pid

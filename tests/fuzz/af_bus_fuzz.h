@@ -37,6 +37,16 @@ struct fuzz_shared {
 	uint64_t netns_moves, raced;
 	uint64_t nl_requests, nl_ok, rules_added, nl_resync, perm_races;
 	uint64_t dbus_sent, dbus_refused, dbus_strict;
+	/* clients that never read, made among the random traffic */
+	uint64_t idle_made, idle_eavesdrop, idle_mcast_drop;
+	/* flow checks (af_bus_fuzz.c, flow_child()) */
+	uint64_t flow_runs, flow_done, flow_skipped, flow_invariant,
+		 flow_mcast_past, flow_toomany;
+	uint64_t flow_failures;		/* reported by report_flow() */
+	/* AF_UNIX sockets in AF_BUS messages, AF_BUS sockets over AF_UNIX */
+	uint64_t unix_passed, unix_checked, unix_refused, unix_cycles,
+		 unix_nosend, unix_raced;
+	uint64_t xfam_failures;		/* reported by report_xfam() */
 	int nreports;
 	char reports[MAX_REPORTS][256];
 };

@@ -2,7 +2,9 @@
 /*
  * AF_BUS bind(), listen() and the master's getsockname(): abstract and
  * filesystem names, EADDRINUSE, binding again after close, and the
- * EINVAL cases of binding or listening in the wrong state.
+ * EINVAL cases of binding or listening in the wrong state; the padding
+ * a binder leaves between sbus_family and sbus_addr is never shown to
+ * anybody (every address the kernel reports has it zeroed).
  */
 #include "af_bus_test.h"
 
@@ -281,6 +283,223 @@ TEST(listen_connected_einval)
 	close(a);
 	close(c);
 	close(m);
+}
+
+/* ---------------------------------------------------------------------
+ * The padding between sbus_family and sbus_addr (af_bus.rst, "Addresses":
+ * ignored on input; every address the kernel reports has it zeroed)
+ */
+
+#define PAD_OFF	(offsetof(struct sockaddr_bus, sbus_family) + \
+		 sizeof(((struct sockaddr_bus *)0)->sbus_family))
+#define PAD_LEN	(offsetof(struct sockaddr_bus, sbus_addr) - PAD_OFF)
+#define PAD_IN	0xa5	/* what the binder leaves in the padding */
+#define PAD_OUT	0x5a	/* in an output buffer before the call */
+
+_Static_assert(PAD_OFF == 2 && PAD_LEN == 6,
+	       "struct sockaddr_bus: 6 bytes of padding after sbus_family");
+
+/*
+ * The bytes of an address, so that the padding is part of what a call
+ * is given: a struct assignment need not copy padding.
+ */
+union padded_name {
+	struct sockaddr_bus sa;
+	unsigned char b[sizeof(struct sockaddr_bus)];
+};
+
+/* bus, addr as its sbus_addr, with PAD_IN in every byte of padding. */
+static void padded_name(struct __test_metadata *_metadata,
+			union padded_name *u, const struct bus_name *bus,
+			__u64 addr)
+{
+	size_t i;
+
+	memset(u->b, 0, sizeof(u->b));
+	memcpy(u->b, &bus->sa, bus->len);
+	memcpy(u->b + offsetof(struct sockaddr_bus, sbus_addr), &addr,
+	       sizeof(addr));
+	memset(u->b + PAD_OFF, PAD_IN, PAD_LEN);
+	/* what the kernel is given */
+	for (i = 0; i < PAD_LEN; i++)
+		ASSERT_EQ(PAD_IN, u->b[PAD_OFF + i]);
+	ASSERT_EQ(AF_BUS, u->sa.sbus_family);
+	ASSERT_EQ(addr, u->sa.sbus_addr.s_addr);
+}
+
+/*
+ * u, of length len as a call returned it, is {AF_BUS, addr, bus} with
+ * every byte of padding 0.
+ */
+static void expect_padded_out(struct __test_metadata *_metadata,
+			      const union padded_name *u, socklen_t len,
+			      const struct bus_name *bus, __u64 addr,
+			      const char *what)
+{
+	size_t i;
+
+	ASSERT_EQ(bus->len, len) TH_LOG("%s: length", what);
+	ASSERT_EQ(AF_BUS, u->sa.sbus_family) TH_LOG("%s: family", what);
+	ASSERT_EQ(addr, u->sa.sbus_addr.s_addr)
+		TH_LOG("%s: address %#llx", what,
+		       (unsigned long long)u->sa.sbus_addr.s_addr);
+	ASSERT_EQ(0, memcmp(u->sa.sbus_path, bus->sa.sbus_path,
+			    len - BUS_SA_NOPATH)) TH_LOG("%s: path", what);
+	for (i = 0; i < PAD_LEN; i++)
+		ASSERT_EQ(0, u->b[PAD_OFF + i])
+			TH_LOG("%s: padding byte %zu is %#x", what, i,
+			       u->b[PAD_OFF + i]);
+}
+
+/* getsockname(fd), or getpeername(fd) if peer, into a PAD_OUT buffer. */
+static void expect_padded_name(struct __test_metadata *_metadata, int fd,
+			       bool peer, const struct bus_name *bus,
+			       __u64 addr, const char *what)
+{
+	union padded_name u;
+	socklen_t len = sizeof(u.sa);
+
+	memset(u.b, PAD_OUT, sizeof(u.b));
+	if (peer)
+		ASSERT_OK(getpeername(fd, (struct sockaddr *)u.b, &len));
+	else
+		ASSERT_OK(getsockname(fd, (struct sockaddr *)u.b, &len));
+	expect_padded_out(_metadata, &u, len, bus, addr, what);
+}
+
+/* Receive the message s on fd; its msg_name is {AF_BUS, from, bus}. */
+static void expect_padded_msg(struct __test_metadata *_metadata, int fd,
+			      const struct bus_name *bus, __u64 from,
+			      const char *s, const char *what)
+{
+	union padded_name u;
+	char buf[64];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct msghdr msg = {
+		.msg_name = u.b, .msg_namelen = sizeof(u.sa),
+		.msg_iov = &iov, .msg_iovlen = 1,
+	};
+
+	memset(u.b, PAD_OUT, sizeof(u.b));
+	ASSERT_EQ((ssize_t)strlen(s), recvmsg(fd, &msg, 0))
+		TH_LOG("%s: recvmsg: %s", what, strerror(errno));
+	ASSERT_EQ(0, memcmp(buf, s, strlen(s)));
+	expect_padded_out(_metadata, &u, msg.msg_namelen, bus, from, what);
+}
+
+/* sendto(fd, s) to {AF_BUS, to, bus} with PAD_IN in the padding. */
+static void send_padded(struct __test_metadata *_metadata, int fd,
+			const struct bus_name *bus, __u64 to, const char *s)
+{
+	union padded_name u;
+
+	padded_name(_metadata, &u, bus, to);
+	ASSERT_EQ((ssize_t)strlen(s),
+		  sendto(fd, s, strlen(s), MSG_NOSIGNAL,
+			 (const struct sockaddr *)u.b, bus->len))
+		TH_LOG("sendto: %s", strerror(errno));
+}
+
+/*
+ * A master binds bus with PAD_IN in the padding (and a client connects
+ * with it too, and sends with it: ignored on input); getsockname() of
+ * the master, the address accept() gives, getsockname()/getpeername()
+ * of the client and of its accepted socket, and msg_name of messages
+ * in every direction all have the padding zeroed.
+ */
+static void padding_case(struct __test_metadata *_metadata,
+			 const struct bus_name *bus)
+{
+	union padded_name in, acc;
+	socklen_t len = sizeof(acc.sa);
+	int m = bus_socket(_metadata, 0);
+	int c, a, c2, a2;
+	__u64 caddr, c2addr;
+
+	padded_name(_metadata, &in, bus, 0);
+	ASSERT_OK(bind(m, (const struct sockaddr *)in.b, bus->len));
+	ASSERT_OK(listen(m, 8));
+	expect_padded_name(_metadata, m, false, bus, 0, "master getsockname");
+
+	/* a client connecting with the padding set, one without */
+	c = bus_socket(_metadata, 0);
+	ASSERT_OK(connect(c, (const struct sockaddr *)in.b, bus->len));
+	memset(acc.b, PAD_OUT, sizeof(acc.b));
+	a = accept(m, (struct sockaddr *)acc.b, &len);
+	ASSERT_LE(0, a) TH_LOG("accept: %s", strerror(errno));
+	bus_set_timeouts(_metadata, a, BUS_TIMEOUT_MS);
+	caddr = bus_local_addr(_metadata, c);
+	ASSERT_NE(0, caddr);
+	expect_padded_out(_metadata, &acc, len, bus, caddr, "accept address");
+	c2 = bus_connect(_metadata, bus);
+	a2 = bus_accept(_metadata, m);
+	c2addr = bus_local_addr(_metadata, c2);
+	ASSERT_NE(caddr, c2addr);
+
+	expect_padded_name(_metadata, c, false, bus, caddr,
+			   "client getsockname");
+	expect_padded_name(_metadata, c, true, bus, 0, "client getpeername");
+	expect_padded_name(_metadata, a, false, bus, 0,
+			   "accepted getsockname");
+	expect_padded_name(_metadata, a, true, bus, caddr,
+			   "accepted getpeername");
+	expect_padded_name(_metadata, c2, false, bus, c2addr,
+			   "second client getsockname");
+	expect_padded_name(_metadata, c2, true, bus, 0,
+			   "second client getpeername");
+	expect_padded_name(_metadata, a2, true, bus, c2addr,
+			   "second accepted getpeername");
+
+	/* client to master, master to client, without an address */
+	bus_send_plain(_metadata, c, "up");
+	expect_padded_msg(_metadata, a, bus, caddr, "up", "msg_name at master");
+	bus_send_plain(_metadata, a, "down");
+	expect_padded_msg(_metadata, c, bus, 0, "down", "msg_name at client");
+	/* with a padded destination: to the master, between clients */
+	send_padded(_metadata, c, bus, BUS_MASTER_ADDR, "to0");
+	expect_padded_msg(_metadata, a, bus, caddr, "to0",
+			  "msg_name of a message sent to address 0");
+	bus_join(_metadata, a);
+	bus_join(_metadata, a2);
+	send_padded(_metadata, c, bus, c2addr, "c>c2");
+	expect_padded_msg(_metadata, c2, bus, caddr, "c>c2",
+			  "msg_name of a unicast between clients");
+	send_padded(_metadata, a2, bus, caddr, "m>c");
+	expect_padded_msg(_metadata, c, bus, 0, "m>c",
+			  "msg_name of a unicast from the master");
+	send_padded(_metadata, c2, bus, bus_mcast(0), "all");
+	expect_padded_msg(_metadata, c, bus, c2addr, "all",
+			  "msg_name of a multicast");
+	expect_padded_msg(_metadata, c2, bus, c2addr, "all",
+			  "msg_name of a multicast to its sender");
+	bus_expect_none(_metadata, c);
+	bus_expect_none(_metadata, c2);
+	bus_expect_none(_metadata, a);
+	bus_expect_none(_metadata, a2);
+
+	/* and still after the clients came and went */
+	expect_padded_name(_metadata, m, false, bus, 0,
+			   "master getsockname at the end");
+	close(c);
+	close(c2);
+	close(a);
+	close(a2);
+	close(m);
+}
+
+TEST(padding_zeroed_abstract)
+{
+	struct bus_name bus = bus_name_abstract();
+
+	padding_case(_metadata, &bus);
+}
+
+TEST(padding_zeroed_fs_path)
+{
+	struct bus_name bus = bus_name_tmp();
+
+	padding_case(_metadata, &bus);
+	unlink(bus.sa.sbus_path);
 }
 
 TEST_HARNESS_MAIN

@@ -13,6 +13,14 @@
  * the same inode, data written through it arrives at the read end, and
  * the read end sees EOF only once every copy, the kernel's included, is
  * closed.
+ *
+ * Since AF_UNIX refuses to pass AF_BUS sockets (EOPNOTSUPP, nothing
+ * sent; AF_UNIX sockets still travel over AF_BUS), no cycle can go through
+ * both families: an unprivileged process that tries 100 times leaves no
+ * socket and no file in flight behind.  Every copy of a multicast with
+ * files counts against the sender's RLIMIT_NOFILE, checked before each
+ * copy is made (exact thresholds for an unprivileged sender; root is
+ * exempt).
  */
 #include "af_bus_test.h"
 #include "af_bus_counts.h"
@@ -809,7 +817,8 @@ static struct bus_counts baseline(struct __test_metadata *_metadata)
 	struct bus_counts c = bus_counts_now();
 
 	ASSERT_LE(0, c.bus_socks) TH_LOG("no AF_BUS in /proc/net/protocols");
-	ASSERT_LE(0, c.sockets) TH_LOG("no sockets: used in /proc/net/sockstat");
+	ASSERT_LE(0, c.sockets)
+		TH_LOG("no sockets: used in /proc/net/sockstat");
 	ASSERT_LE(0, c.bus_lines) TH_LOG("no /proc/net/bus");
 	ASSERT_LE(0, c.bus_slab)
 		TH_LOG("no AF_BUS slab (" BUS_SLAB_DIR ", /proc/slabinfo)");
@@ -1136,6 +1145,929 @@ TEST_F(fds, gc_keeps_cycle_reachable_from_live_socket)
 	bus_peer_close(&a);
 	bus_peer_close(&b);
 	close(w);
+}
+
+/* ---------------------------------------------------------------------
+ * AF_UNIX refuses to pass AF_BUS sockets (af_bus.rst, "Passing files"):
+ * sendmsg() on an AF_UNIX socket with an AF_BUS socket among its
+ * SCM_RIGHTS fails with EOPNOTSUPP and nothing is sent, so that no cycle
+ * goes through both families' garbage collectors; AF_UNIX sockets still
+ * travel in AF_BUS messages, and other files over AF_UNIX.
+ */
+
+static const int unix_types[] = { SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET };
+#define N_UNIX_TYPES	((int)(sizeof(unix_types) / sizeof(unix_types[0])))
+
+static const char *unix_type_name(int type)
+{
+	switch (type) {
+	case SOCK_STREAM:
+		return "SOCK_STREAM";
+	case SOCK_DGRAM:
+		return "SOCK_DGRAM";
+	case SOCK_SEQPACKET:
+		return "SOCK_SEQPACKET";
+	}
+	return "?";
+}
+
+/* An AF_UNIX socketpair of type, with the tests' timeouts on both ends. */
+static void unix_pair(struct __test_metadata *_metadata, int type, int sp[2])
+{
+	ASSERT_OK(socketpair(AF_UNIX, type, 0, sp));
+	bus_set_timeouts(_metadata, sp[0], BUS_TIMEOUT_MS);
+	bus_set_timeouts(_metadata, sp[1], BUS_TIMEOUT_MS);
+}
+
+/* fd is a socket of this domain and type. */
+static void expect_socket(struct __test_metadata *_metadata, int fd,
+			  int domain, int type)
+{
+	int v;
+	socklen_t len = sizeof(v);
+
+	ASSERT_OK(getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len));
+	ASSERT_EQ(domain, v);
+	len = sizeof(v);
+	ASSERT_OK(getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len));
+	ASSERT_EQ(type, v);
+}
+
+/*
+ * Receive on the AF_UNIX socket fd the message payload carrying exactly
+ * nfds descriptors, which go to fds.
+ */
+static void expect_unix_fds_msg(struct __test_metadata *_metadata, int fd,
+				const char *payload, int *fds, int nfds)
+{
+	union ctl_buf ctl;
+	char buf[64];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf),
+	};
+	struct cmsghdr *cm;
+	int got = 0;
+	ssize_t n;
+
+	memset(&ctl, 0, sizeof(ctl));
+	n = recvmsg(fd, &msg, 0);
+	ASSERT_EQ((ssize_t)strlen(payload), n)
+		TH_LOG("recvmsg: %s", strerror(errno));
+	ASSERT_EQ(0, memcmp(buf, payload, n));
+	ASSERT_EQ(0, msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		ASSERT_EQ(SOL_SOCKET, cm->cmsg_level);
+		ASSERT_EQ(SCM_RIGHTS, cm->cmsg_type);
+		ASSERT_EQ(0, got) TH_LOG("two SCM_RIGHTS");
+		got = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		ASSERT_EQ(nfds, got);
+		memcpy(fds, CMSG_DATA(cm), nfds * sizeof(int));
+	}
+	ASSERT_EQ(nfds, got);
+}
+
+/* s sent on the socket wfd is what its peer rfd receives. */
+static void expect_socket_through(struct __test_metadata *_metadata, int wfd,
+				  int rfd, const char *s)
+{
+	char buf[64];
+
+	ASSERT_EQ((ssize_t)strlen(s), send(wfd, s, strlen(s), MSG_NOSIGNAL))
+		TH_LOG("send: %s", strerror(errno));
+	ASSERT_EQ((ssize_t)strlen(s), recv(rfd, buf, sizeof(buf), 0))
+		TH_LOG("recv: %s", strerror(errno));
+	ASSERT_EQ(0, memcmp(buf, s, strlen(s)));
+}
+
+/*
+ * A client, an accepted socket, a listening master and an unbound AF_BUS
+ * socket, alone or with a pipe before or after it in one SCM_RIGHTS, on
+ * an AF_UNIX stream, datagram and seqpacket pair: EOPNOTSUPP, nothing
+ * arrives at either end, the pipe is not held, and the pair and the
+ * AF_BUS sockets still work.
+ */
+TEST_F(fds, unix_refuses_bus_sockets)
+{
+	int unbound = bus_socket(_metadata, 0);
+	const struct {
+		const char *what;
+		int fd;
+	} bus[] = {
+		{ "client", self->p[0].cfd },
+		{ "accepted socket", self->p[0].afd },
+		{ "master", self->m },
+		{ "unbound socket", unbound },
+	};
+	int sp[2], pp[2], list[2], t, i;
+	char buf[8];
+
+	ASSERT_OK(pipe(pp));
+	for (t = 0; t < N_UNIX_TYPES; t++) {
+		unix_pair(_metadata, unix_types[t], sp);
+		for (i = 0; i < (int)(sizeof(bus) / sizeof(bus[0])); i++) {
+			ASSERT_ERRNO(EOPNOTSUPP, send_fds(sp[0], NULL, 0, "bus",
+							  &bus[i].fd, 1, false))
+				TH_LOG("%s over %s", bus[i].what,
+				       unix_type_name(unix_types[t]));
+			ASSERT_ERRNO(EOPNOTSUPP, send_fds(sp[1], NULL, 0, "bus",
+							  &bus[i].fd, 1, false))
+				TH_LOG("%s over %s, other end", bus[i].what,
+				       unix_type_name(unix_types[t]));
+			list[0] = pp[1];
+			list[1] = bus[i].fd;
+			ASSERT_ERRNO(EOPNOTSUPP, send_fds(sp[0], NULL, 0,
+							  "pipe+bus", list, 2,
+							  false))
+				TH_LOG("pipe and %s over %s", bus[i].what,
+				       unix_type_name(unix_types[t]));
+			list[0] = bus[i].fd;
+			list[1] = pp[1];
+			ASSERT_ERRNO(EOPNOTSUPP, send_fds(sp[0], NULL, 0,
+							  "bus+pipe", list, 2,
+							  false))
+				TH_LOG("%s and pipe over %s", bus[i].what,
+				       unix_type_name(unix_types[t]));
+			bus_expect_none(_metadata, sp[1]);
+			bus_expect_none(_metadata, sp[0]);
+		}
+		/* the pair itself is fine */
+		ASSERT_EQ(2, send(sp[0], "ok", 2, MSG_NOSIGNAL));
+		ASSERT_EQ(2, recv(sp[1], buf, sizeof(buf), 0));
+		ASSERT_EQ(0, memcmp(buf, "ok", 2));
+		bus_expect_none(_metadata, sp[1]);
+		close(sp[0]);
+		close(sp[1]);
+	}
+	/* the refused messages hold no reference to the pipe */
+	close(pp[1]);
+	expect_pipe_eof(_metadata, pp[0], BUS_TIMEOUT_MS);
+	close(pp[0]);
+	/* nor did they do anything to the AF_BUS sockets */
+	bus_send_str(_metadata, self->p[0].cfd, &self->bus, self->p[1].addr,
+		     "still");
+	bus_expect(_metadata, self->p[1].cfd, &self->bus, self->p[0].addr,
+		   "still");
+	bus_send_plain(_metadata, self->p[0].cfd, "up");
+	bus_expect(_metadata, self->p[0].afd, &self->bus, self->p[0].addr,
+		   "up");
+	bus_expect_quiet(_metadata, self->p, 3);
+	bus_expect_no_pending(_metadata, self->m);
+	close(unbound);
+}
+
+/*
+ * An AF_UNIX socket and a pipe, in one SCM_RIGHTS over each type of
+ * AF_UNIX pair, still arrive and work.
+ */
+TEST(unix_still_passes_unix_sockets_and_pipes)
+{
+	int sp[2], u[2], pp[2], fds[2], got[2], t;
+
+	for (t = 0; t < N_UNIX_TYPES; t++) {
+		unix_pair(_metadata, unix_types[t], sp);
+		unix_pair(_metadata, SOCK_SEQPACKET, u);
+		ASSERT_OK(pipe(pp));
+		fds[0] = u[0];
+		fds[1] = pp[1];
+		ASSERT_EQ(2, send_fds(sp[0], NULL, 0, "up", fds, 2, false))
+			TH_LOG("over %s: %s", unix_type_name(unix_types[t]),
+			       strerror(errno));
+		expect_unix_fds_msg(_metadata, sp[1], "up", got, 2);
+		bus_expect_none(_metadata, sp[1]);
+		expect_same_file(_metadata, u[0], got[0]);
+		expect_same_file(_metadata, pp[1], got[1]);
+		close(u[0]);
+		close(pp[1]);
+		expect_socket(_metadata, got[0], AF_UNIX, SOCK_SEQPACKET);
+		expect_socket_through(_metadata, got[0], u[1], "there");
+		expect_socket_through(_metadata, u[1], got[0], "back");
+		expect_pipe_through(_metadata, got[1], pp[0], "piped");
+		close(got[1]);
+		expect_pipe_eof(_metadata, pp[0], BUS_TIMEOUT_MS);
+		close(got[0]);
+		close(u[1]);
+		close(pp[0]);
+		close(sp[0]);
+		close(sp[1]);
+	}
+}
+
+/*
+ * AF_UNIX sockets of each type still travel in AF_BUS messages: unicast
+ * between clients and multicast from the master.  The received socket
+ * is the same file, of its domain and type, and works both ways.
+ */
+TEST_F(fds, unix_sockets_over_bus)
+{
+	struct rmsg r, rm[3];
+	int u[2], t, i;
+
+	for (t = 0; t < N_UNIX_TYPES; t++) {
+		unix_pair(_metadata, unix_types[t], u);
+		send_fd(_metadata, self->p[0].cfd, &self->bus, self->p[1].addr,
+			"unix", u[0]);
+		expect_fds_msg(_metadata, self->p[1].cfd, self->p[0].addr,
+			       "unix", 1, &r);
+		expect_same_file(_metadata, u[0], r.fds[0]);
+		close(u[0]);
+		expect_socket(_metadata, r.fds[0], AF_UNIX, unix_types[t]);
+		expect_socket_through(_metadata, r.fds[0], u[1], "to peer");
+		expect_socket_through(_metadata, u[1], r.fds[0], "from peer");
+		close(r.fds[0]);
+		close(u[1]);
+	}
+
+	unix_pair(_metadata, SOCK_DGRAM, u);
+	send_fd(_metadata, self->p[2].afd, &self->bus, bus_mcast(0), "mc",
+		u[0]);
+	for (i = 0; i < 3; i++) {
+		expect_fds_msg(_metadata, self->p[i].cfd, BUS_MASTER_ADDR,
+			       "mc", 1, &rm[i]);
+		expect_same_file(_metadata, u[0], rm[i].fds[0]);
+	}
+	close(u[0]);
+	for (i = 0; i < 3; i++) {
+		expect_socket(_metadata, rm[i].fds[0], AF_UNIX, SOCK_DGRAM);
+		expect_socket_through(_metadata, rm[i].fds[0], u[1], "copy");
+		close(rm[i].fds[0]);
+	}
+	bus_expect_none(_metadata, u[1]);
+	close(u[1]);
+	bus_expect_quiet(_metadata, self->p, 3);
+}
+
+/* The hostile case: an unprivileged process tries to make such cycles. */
+#define NOBODY		65534
+#define CYCLE_ROUNDS	100
+/* AF_UNIX legs tried: 2 a round, 4 in the rounds of the own bus */
+#define CYCLE_UNIX_TRIES	(2 * CYCLE_ROUNDS + 2 * (CYCLE_ROUNDS / 4))
+/* How long the socket counts may take to come back */
+#define SETTLE_MS	2000
+
+/* What the cycle child did. */
+struct cycle_report {
+	int rounds;		/* rounds run to their end */
+	int unix_tries;		/* AF_BUS sockets sent over AF_UNIX */
+	int refused;		/* of those, failed with EOPNOTSUPP */
+	int bus_sent;		/* AF_UNIX sockets sent over AF_BUS */
+	int quiet;		/* AF_UNIX ends found with nothing queued */
+	int bad_round;		/* the first round where something else */
+	int bad_errno;		/* happened, -1 if none, and errno then */
+	char bad_what[48];
+};
+
+static void cycle_bad(struct cycle_report *cr, int round, const char *what)
+{
+	if (cr->bad_round >= 0)
+		return;
+	cr->bad_round = round;
+	cr->bad_errno = errno;
+	snprintf(cr->bad_what, sizeof(cr->bad_what), "%s", what);
+}
+
+/* Pass the AF_BUS socket b on the AF_UNIX socket u: EOPNOTSUPP. */
+static void cycle_unix_leg(struct cycle_report *cr, int round, int u, int b,
+			   const char *what)
+{
+	cr->unix_tries++;
+	errno = 0;
+	if (send_fds(u, NULL, 0, "cycle", &b, 1, false) == -1 &&
+	    errno == EOPNOTSUPP)
+		cr->refused++;
+	else
+		cycle_bad(cr, round, what);
+}
+
+/*
+ * Pass the AF_UNIX socket u from the AF_BUS socket fd to `to` on bus
+ * (without an address if bus is NULL), as the message "r<round>".
+ */
+static void cycle_bus_leg(struct cycle_report *cr, int round, int fd,
+			  const struct bus_name *bus, __u64 to, int u,
+			  const char *what)
+{
+	char payload[16];
+	int len = snprintf(payload, sizeof(payload), "r%d", round);
+
+	if (send_fds(fd, bus, to, payload, &u, 1, false) == len)
+		cr->bus_sent++;
+	else
+		cycle_bad(cr, round, what);
+}
+
+/* Nothing is queued on the AF_UNIX socket u. */
+static void cycle_quiet(struct cycle_report *cr, int round, int u)
+{
+	char b;
+
+	errno = 0;
+	if (recv(u, &b, 1, MSG_DONTWAIT) == -1 && errno == EAGAIN)
+		cr->quiet++;
+	else
+		cycle_bad(cr, round, "an AF_UNIX end got something");
+}
+
+/* Drop every privilege: uid and gid NOBODY, no groups, no capabilities. */
+static bool become_nobody(void)
+{
+	return !setgroups(0, NULL) && !setresgid(NOBODY, NOBODY, NOBODY) &&
+	       !setresuid(NOBODY, NOBODY, NOBODY) && geteuid() == NOBODY &&
+	       getuid() == NOBODY;
+}
+
+/*
+ * The child, as NOBODY: connect c to bus, say so on report and wait for
+ * go (the master accepted and joined c).  Then CYCLE_ROUNDS times make an
+ * AF_UNIX pair u of the next type and try to close a loop through both
+ * families, in turn:
+ *   0: u[1] into c's own queue (unicast to itself), then c into u[1]'s
+ *   1: c into u[1]'s queue first, then u[1] into c's by a multicast
+ *      that reaches c
+ *   2: on a bus of its own, whose master m2 has a connection k pending:
+ *      u[1] into k's accepted socket (a message to the master), then
+ *      m2 and k into u's queues
+ *   3: u[1] to the root master (on c's accepted socket), then c into u's
+ * every AF_UNIX leg from both ends of u.  Everything stays open; report
+ * and exit.
+ */
+static int cycle_child(const struct bus_name *bus, int go, int report)
+{
+	struct rlimit rl = { 1024, 1024 };
+	struct cycle_report cr = { .bad_round = -1, .bad_errno = 0 };
+	struct timeval tv = { .tv_sec = 2 };
+	struct sockaddr_bus sa;
+	socklen_t len = sizeof(sa);
+	struct bus_name own;
+	int c, u[2], m2, k, i;
+	char b;
+
+	if (setrlimit(RLIMIT_NOFILE, &rl) || !become_nobody())
+		return 10;
+	c = socket(AF_BUS, SOCK_SEQPACKET, 0);
+	if (c < 0 ||
+	    setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+	    connect(c, (const struct sockaddr *)&bus->sa, bus->len))
+		return 11;
+	if (write(report, "r", 1) != 1 || read(go, &b, 1) != 1)
+		return 12;
+	if (getsockname(c, (struct sockaddr *)&sa, &len))
+		return 13;
+
+	for (i = 0; i < CYCLE_ROUNDS; i++) {
+		if (socketpair(AF_UNIX, unix_types[i % N_UNIX_TYPES], 0, u))
+			return 14;
+		switch (i % 4) {
+		case 0:
+			cycle_bus_leg(&cr, i, c, bus, sa.sbus_addr.s_addr,
+				      u[1], "u[1] to c itself");
+			cycle_unix_leg(&cr, i, u[0], c, "c on u[0]");
+			cycle_unix_leg(&cr, i, u[1], c, "c on u[1]");
+			break;
+		case 1:
+			cycle_unix_leg(&cr, i, u[0], c, "c on u[0], first");
+			cycle_unix_leg(&cr, i, u[1], c, "c on u[1], first");
+			cycle_bus_leg(&cr, i, c, bus, bus_mcast(0), u[1],
+				      "u[1] multicast to c");
+			break;
+		case 2:
+			own = bus_name_abstract();
+			m2 = socket(AF_BUS, SOCK_SEQPACKET, 0);
+			k = socket(AF_BUS, SOCK_SEQPACKET, 0);
+			if (m2 < 0 || k < 0 ||
+			    bind(m2, (const struct sockaddr *)&own.sa,
+				 own.len) ||
+			    listen(m2, 8) ||
+			    connect(k, (const struct sockaddr *)&own.sa,
+				    own.len))
+				return 15;
+			cycle_bus_leg(&cr, i, k, NULL, 0, u[1],
+				      "u[1] to its own master");
+			cycle_unix_leg(&cr, i, u[0], m2, "own master on u[0]");
+			cycle_unix_leg(&cr, i, u[0], k, "k on u[0]");
+			cycle_unix_leg(&cr, i, u[1], m2, "own master on u[1]");
+			cycle_unix_leg(&cr, i, u[1], k, "k on u[1]");
+			break;
+		case 3:
+			cycle_bus_leg(&cr, i, c, NULL, 0, u[1],
+				      "u[1] to the master");
+			cycle_unix_leg(&cr, i, u[0], c, "c on u[0], master");
+			cycle_unix_leg(&cr, i, u[1], c, "c on u[1], master");
+			break;
+		}
+		cycle_quiet(&cr, i, u[0]);
+		cycle_quiet(&cr, i, u[1]);
+		cr.rounds++;
+	}
+	if (write(report, &cr, sizeof(cr)) != sizeof(cr))
+		return 16;
+	return 0;
+}
+
+/*
+ * The sockets of the namespace: sockets: used, the AF_BUS, UNIX (datagram
+ * and seqpacket) and UNIX-STREAM lines of /proc/net/protocols, the lines
+ * of /proc/net/bus, and the AF_BUS and UNIX lines of /proc/net/sockstat
+ * where it has them (-1 where not).
+ */
+struct family_counts {
+	long sockets;
+	long bus_socks;
+	long bus_lines;
+	long unix_dgram;
+	long unix_stream;
+	long stat_bus;
+	long stat_unix;
+};
+
+/* "name: inuse N" of /proc/net/sockstat, or -1. */
+static long sockstat_inuse(const char *name)
+{
+	FILE *f = fopen("/proc/net/sockstat", "r");
+	char line[256], proto[32];
+	long n = -1, v;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%31[^:]: inuse %ld", proto, &v) == 2 &&
+		    !strcmp(proto, name)) {
+			n = v;
+			break;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+static struct family_counts family_counts_now(void)
+{
+	struct family_counts c = {
+		.sockets = bus_count_sockstat(),
+		.bus_socks = bus_count_protocol("AF_BUS"),
+		.bus_lines = bus_count_proc_lines(),
+		.unix_dgram = bus_count_protocol("UNIX"),
+		.unix_stream = bus_count_protocol("UNIX-STREAM"),
+		.stat_bus = sockstat_inuse("AF_BUS"),
+		.stat_unix = sockstat_inuse("UNIX"),
+	};
+
+	return c;
+}
+
+static bool family_counts_equal(const struct family_counts *a,
+				const struct family_counts *b)
+{
+	return a->sockets == b->sockets && a->bus_socks == b->bus_socks &&
+	       a->bus_lines == b->bus_lines && a->unix_dgram == b->unix_dgram &&
+	       a->unix_stream == b->unix_stream &&
+	       a->stat_bus == b->stat_bus && a->stat_unix == b->stat_unix;
+}
+
+static void family_counts_print(const char *what, const struct family_counts *c)
+{
+	fprintf(stderr, "# %s: sockets used %ld, AF_BUS %ld, /proc/net/bus lines %ld, UNIX %ld, UNIX-STREAM %ld, sockstat AF_BUS %ld, UNIX %ld\n",
+		what, c->sockets, c->bus_socks, c->bus_lines, c->unix_dgram,
+		c->unix_stream, c->stat_bus, c->stat_unix);
+}
+
+static struct family_counts family_baseline(struct __test_metadata *_metadata)
+{
+	struct family_counts c = family_counts_now();
+
+	family_counts_print("baseline", &c);
+	ASSERT_LE(0, c.sockets)
+		TH_LOG("no sockets: used in /proc/net/sockstat");
+	ASSERT_LE(0, c.bus_socks) TH_LOG("no AF_BUS in /proc/net/protocols");
+	ASSERT_LE(0, c.bus_lines) TH_LOG("no /proc/net/bus");
+	ASSERT_LE(0, c.unix_dgram) TH_LOG("no UNIX in /proc/net/protocols");
+	ASSERT_LE(0, c.unix_stream)
+		TH_LOG("no UNIX-STREAM in /proc/net/protocols");
+	return c;
+}
+
+/* Within SETTLE_MS the counts are base again, exactly. */
+static void expect_family_counts(struct __test_metadata *_metadata,
+				 const struct family_counts *base)
+{
+	struct family_counts c;
+	struct timespec start;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		c = family_counts_now();
+		if (family_counts_equal(&c, base) ||
+		    bus_elapsed_ms(&start) > SETTLE_MS)
+			break;
+		usleep(20000);
+	}
+	family_counts_print("after", &c);
+	EXPECT_EQ(base->sockets, c.sockets) TH_LOG("sockets: used");
+	EXPECT_EQ(base->bus_socks, c.bus_socks)
+		TH_LOG("AF_BUS sockets, /proc/net/protocols");
+	EXPECT_EQ(base->bus_lines, c.bus_lines) TH_LOG("/proc/net/bus lines");
+	EXPECT_EQ(base->unix_dgram, c.unix_dgram)
+		TH_LOG("UNIX sockets, /proc/net/protocols");
+	EXPECT_EQ(base->unix_stream, c.unix_stream)
+		TH_LOG("UNIX-STREAM sockets, /proc/net/protocols");
+	EXPECT_EQ(base->stat_bus, c.stat_bus) TH_LOG("sockstat AF_BUS");
+	EXPECT_EQ(base->stat_unix, c.stat_unix) TH_LOG("sockstat UNIX");
+}
+
+/* Wait (boundedly) for one byte on fd. */
+static void wait_byte(struct __test_metadata *_metadata, int fd)
+{
+	char b;
+
+	ASSERT_EQ(POLLIN, bus_poll(_metadata, fd, POLLIN, 4 * BUS_TIMEOUT_MS)
+			  & POLLIN) TH_LOG("the child did not report");
+	ASSERT_EQ(1, read(fd, &b, 1));
+}
+
+/* The child pid exited with status 0. */
+static void expect_child_ok(struct __test_metadata *_metadata, pid_t pid)
+{
+	int status;
+
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("child status %#x", status);
+	ASSERT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * As NOBODY, with RLIMIT_NOFILE CHILD_NOFILE, send one pipe descriptor
+ * per message on fd (connected as root) until a send fails; report.
+ */
+static int inflight_child(int fd, int passed, int report)
+{
+	struct rlimit rl = { CHILD_NOFILE, CHILD_NOFILE };
+	struct child_round cr;
+
+	if (setrlimit(RLIMIT_NOFILE, &rl) || !become_nobody())
+		return 10;
+	cr = child_send_until_error(fd, passed, 4 * CHILD_NOFILE);
+	if (write(report, &cr, sizeof(cr)) != sizeof(cr))
+		return 11;
+	return 0;
+}
+
+/*
+ * An unprivileged process tries CYCLE_ROUNDS times to close a loop of an
+ * AF_BUS socket in an AF_UNIX queue and that AF_UNIX socket in the AF_BUS
+ * socket's queue (or its bus' master's, see cycle_child()), and exits
+ * with everything open.  Every AF_UNIX leg fails with EOPNOTSUPP, every
+ * AF_BUS leg goes out, nothing reaches an AF_UNIX socket; what it sent
+ * the root master arrives, then end of file; once the master closed the
+ * accepted socket every socket count is back at its baseline, and
+ * NOBODY's count of AF_BUS files in flight is back at 0: with
+ * RLIMIT_NOFILE N, N + 1 messages with one file go out, not fewer.
+ */
+TEST(unix_bus_cycle_unprivileged)
+{
+	struct bus_name bus = bus_name_abstract();
+	int m = bus_master(_metadata, &bus);
+	struct family_counts base = family_baseline(_metadata);
+	int go[2], report[2], pp[2], a, fd, i;
+	struct sockaddr_bus sa;
+	socklen_t len = sizeof(sa);
+	struct cycle_report cr;
+	struct child_round rd;
+	char payload[16], b;
+	struct rmsg r;
+	__u64 caddr;
+	pid_t pid;
+
+	ASSERT_OK(pipe(go));
+	ASSERT_OK(pipe(report));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(go[1]);
+		close(report[0]);
+		_exit(cycle_child(&bus, go[0], report[1]));
+	}
+	close(go[0]);
+	close(report[1]);
+	wait_byte(_metadata, report[0]);
+	a = bus_accept(_metadata, m);
+	bus_join(_metadata, a);
+	ASSERT_OK(getpeername(a, (struct sockaddr *)&sa, &len));
+	caddr = sa.sbus_addr.s_addr;
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	expect_child_ok(_metadata, pid);
+	ASSERT_EQ((ssize_t)sizeof(cr), read(report[0], &cr, sizeof(cr)));
+	close(go[1]);
+	close(report[0]);
+
+	EXPECT_EQ(-1, cr.bad_round)
+		TH_LOG("round %d, %s: %s", cr.bad_round, cr.bad_what,
+		       strerror(cr.bad_errno));
+	ASSERT_EQ(CYCLE_ROUNDS, cr.rounds);
+	ASSERT_EQ(CYCLE_UNIX_TRIES, cr.unix_tries);
+	ASSERT_EQ(CYCLE_UNIX_TRIES, cr.refused);
+	ASSERT_EQ(CYCLE_ROUNDS, cr.bus_sent);
+	ASSERT_EQ(2 * CYCLE_ROUNDS, cr.quiet);
+
+	/* the AF_UNIX sockets of rounds 3, 7, ... then end of file */
+	for (i = 3; i < CYCLE_ROUNDS; i += 4) {
+		snprintf(payload, sizeof(payload), "r%d", i);
+		expect_fds_msg(_metadata, a, caddr, payload, 1, &r);
+		expect_socket(_metadata, r.fds[0], AF_UNIX,
+			      unix_types[i % N_UNIX_TYPES]);
+		close(r.fds[0]);
+	}
+	ASSERT_EQ(0, recv(a, &b, 1, 0))
+		TH_LOG("c is still there: %s", strerror(errno));
+	close(a);
+	expect_family_counts(_metadata, &base);
+
+	/* NOBODY holds nothing in flight any more */
+	ASSERT_OK(pipe(report));
+	ASSERT_OK(pipe(pp));
+	fd = bus_connect(_metadata, &bus);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(report[0]);
+		_exit(inflight_child(fd, pp[1], report[1]));
+	}
+	close(report[1]);
+	expect_child_ok(_metadata, pid);
+	ASSERT_EQ((ssize_t)sizeof(rd), read(report[0], &rd, sizeof(rd)));
+	close(report[0]);
+	EXPECT_EQ(ETOOMANYREFS, rd.err) TH_LOG("failure: %s",
+					       strerror(rd.err));
+	EXPECT_EQ(CHILD_NOFILE + 1, rd.sent);
+	a = bus_accept(_metadata, m);
+	caddr = bus_local_addr(_metadata, fd);
+	for (i = 0; i < rd.sent; i++) {
+		expect_fds_msg(_metadata, a, caddr, "r", 1, &r);
+		expect_same_file(_metadata, pp[1], r.fds[0]);
+		close(r.fds[0]);
+	}
+	bus_expect_none(_metadata, a);
+	close(fd);
+	close(a);
+	close(pp[1]);
+	expect_pipe_eof(_metadata, pp[0], BUS_TIMEOUT_MS);
+	close(pp[0]);
+	expect_family_counts(_metadata, &base);
+	close(m);
+}
+
+/* ---------------------------------------------------------------------
+ * Every copy of a multicast counts against the sender's RLIMIT_NOFILE
+ * (af_bus.rst, "Passing files"): the check "more than RLIMIT_NOFILE
+ * already in flight" is made before the message's own files count, and
+ * again before each copy, so with limit L, F files per message and C in
+ * flight, a multicast to M recipients goes out iff C + (M - 1) * F <= L,
+ * after which C + M * F are in flight; a unicast iff C <= L.
+ */
+#define MC_NOFILE	64	/* L */
+#define MC_FDS		8	/* F */
+#define MC_MEMBERS	16
+/* multicast prefixes and how many members (p[0], p[1], ...) each has */
+#define MC_P16		1	/* all: 15 * 8 > 64 */
+#define MC_P4		2	/* 3 * 8 <= 64 from 0; 32 + 24 <= 64 */
+#define MC_P9		3	/* the largest that goes: 8 * 8 = 64 */
+#define MC_P10		4	/* the smallest that fails: 9 * 8 > 64 */
+
+_Static_assert(MC_FDS * (9 - 1) <= MC_NOFILE &&
+	       MC_FDS * (10 - 1) > MC_NOFILE &&
+	       MC_FDS * (4 - 1) + MC_FDS * 4 <= MC_NOFILE &&
+	       MC_FDS * 4 * 2 == MC_NOFILE,
+	       "the thresholds of the multicast tests");
+
+/* 16 joined members at addresses 1..16; the sender is a child's. */
+BUS_PEERS_FIXTURE(mc, MC_MEMBERS, MC_MEMBERS)
+
+/* What one send of the multicast child did. */
+struct mc_result {
+	long ret;
+	int err;
+};
+
+/*
+ * The sender: with RLIMIT_NOFILE MC_NOFILE and no privilege, connect to
+ * bus and report; then, for every address read from cmd, send "mc" there
+ * with MC_FDS copies of the descriptor passed and report what the send
+ * returned.  Ends when cmd is closed.
+ */
+static int mc_child(const struct bus_name *bus, int passed, int cmd,
+		    int report)
+{
+	struct rlimit rl = { MC_NOFILE, MC_NOFILE };
+	struct timeval tv = { .tv_sec = 2 };
+	struct mc_result res = { 0, 0 };
+	int fds[MC_FDS], fd, i;
+	__u64 to;
+
+	for (i = 0; i < MC_FDS; i++)
+		fds[i] = passed;
+	if (setrlimit(RLIMIT_NOFILE, &rl) || !become_nobody())
+		return 10;
+	fd = socket(AF_BUS, SOCK_SEQPACKET, 0);
+	if (fd < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+	    connect(fd, (const struct sockaddr *)&bus->sa, bus->len))
+		return 11;
+	if (write(report, &res, sizeof(res)) != sizeof(res))
+		return 12;
+	while (read(cmd, &to, sizeof(to)) == sizeof(to)) {
+		errno = 0;
+		res.ret = send_fds(fd, bus, to, "mc", fds, MC_FDS, false);
+		res.err = res.ret < 0 ? errno : 0;
+		if (write(report, &res, sizeof(res)) != sizeof(res))
+			return 13;
+	}
+	return 0;
+}
+
+struct mc_sender {
+	pid_t pid;
+	int cmd;	/* addresses to send to */
+	int report;	/* struct mc_result of each */
+	int afd;	/* its accepted socket */
+	__u64 addr;
+};
+
+static struct mc_result mc_read_result(struct __test_metadata *_metadata,
+				       const struct mc_sender *s)
+{
+	struct mc_result res = { -2, 0 };
+
+	ASSERT_EQ(POLLIN, bus_poll(_metadata, s->report, POLLIN,
+				   4 * BUS_TIMEOUT_MS) & POLLIN)
+		TH_LOG("the sender did not report");
+	ASSERT_EQ((ssize_t)sizeof(res), read(s->report, &res, sizeof(res)));
+	return res;
+}
+
+/* The sender sends "mc" with MC_FDS files to `to`; it must return err. */
+static void mc_send(struct __test_metadata *_metadata,
+		    const struct mc_sender *s, __u64 to, int err)
+{
+	struct mc_result res;
+
+	ASSERT_EQ((ssize_t)sizeof(to), write(s->cmd, &to, sizeof(to)));
+	res = mc_read_result(_metadata, s);
+	if (err) {
+		ASSERT_EQ(-1, res.ret) TH_LOG("the send to %#llx went out",
+					      (unsigned long long)to);
+		ASSERT_EQ(err, res.err) TH_LOG("send to %#llx: %s",
+					       (unsigned long long)to,
+					       strerror(res.err));
+	} else {
+		ASSERT_EQ(2, res.ret) TH_LOG("send to %#llx: %s",
+					     (unsigned long long)to,
+					     strerror(res.err));
+	}
+}
+
+/*
+ * Member fd gets "mc" from the sender with MC_FDS new descriptors, each
+ * for the pipe whose write end is pw and read end pr, and working.
+ */
+static void mc_expect(struct __test_metadata *_metadata, int fd,
+		      const struct mc_sender *s, int pw, int pr)
+{
+	struct rmsg r;
+	int i;
+
+	expect_fds_msg(_metadata, fd, s->addr, "mc", MC_FDS, &r);
+	for (i = 0; i < MC_FDS; i++) {
+		expect_same_file(_metadata, pw, r.fds[i]);
+		expect_pipe_through(_metadata, r.fds[i], pr, "w");
+	}
+	close_fds(r.fds, MC_FDS);
+}
+
+/*
+ * As NOBODY with RLIMIT_NOFILE 64, multicasts with 8 files: to 16 and
+ * to 10 members ETOOMANYREFS and nobody gets anything; to 9 they go out
+ * (72 then in flight, so a unicast with files fails until they are
+ * read); to 4 twice (32, then 64 in flight) they go out, a third time
+ * not (the first copy finds 72 > 64), while a unicast still does (64
+ * is not above the limit) and the next does not; once all is read, a
+ * unicast and a multicast with 8 files go out again.  Members get 8
+ * working descriptors for the passed pipe each time.
+ */
+TEST_F(mc, multicast_fd_copies_counted)
+{
+	struct mc_sender s = { .pid = -1 };
+	int cmd[2], report[2], pp[2], i, j;
+	struct sockaddr_bus sa;
+	socklen_t len = sizeof(sa);
+	struct mc_result res;
+
+	for (i = 0; i < MC_MEMBERS; i++) {
+		ASSERT_OK(bus_addr_opt(self->p[i].afd, BUS_ADD_ADDR,
+				       bus_mkaddr(MC_P16, i + 1)));
+		if (i < 4)
+			ASSERT_OK(bus_addr_opt(self->p[i].afd, BUS_ADD_ADDR,
+					       bus_mkaddr(MC_P4, i + 1)));
+		if (i < 9)
+			ASSERT_OK(bus_addr_opt(self->p[i].afd, BUS_ADD_ADDR,
+					       bus_mkaddr(MC_P9, i + 1)));
+		if (i < 10)
+			ASSERT_OK(bus_addr_opt(self->p[i].afd, BUS_ADD_ADDR,
+					       bus_mkaddr(MC_P10, i + 1)));
+	}
+	ASSERT_OK(pipe(pp));
+	ASSERT_OK(pipe(cmd));
+	ASSERT_OK(pipe(report));
+	s.pid = fork();
+	ASSERT_LE(0, s.pid);
+	if (!s.pid) {
+		close(cmd[1]);
+		close(report[0]);
+		_exit(mc_child(&self->bus, pp[1], cmd[0], report[1]));
+	}
+	close(cmd[0]);
+	close(report[1]);
+	s.cmd = cmd[1];
+	s.report = report[0];
+	res = mc_read_result(_metadata, &s);
+	ASSERT_EQ(0, res.ret);
+	s.afd = bus_accept(_metadata, self->m);
+	bus_join(_metadata, s.afd);
+	ASSERT_OK(getpeername(s.afd, (struct sockaddr *)&sa, &len));
+	s.addr = sa.sbus_addr.s_addr;
+	ASSERT_EQ((__u64)MC_MEMBERS + 1, s.addr);
+
+	/* 0 in flight: 16 and 10 members are too many */
+	mc_send(_metadata, &s, bus_mcast(MC_P16), ETOOMANYREFS);
+	mc_send(_metadata, &s, bus_mcast(MC_P10), ETOOMANYREFS);
+	bus_expect_quiet(_metadata, self->p, MC_MEMBERS);
+	bus_expect_none(_metadata, s.afd);
+
+	/* 9 are not: then 72 in flight, above the limit */
+	mc_send(_metadata, &s, bus_mcast(MC_P9), 0);
+	mc_send(_metadata, &s, self->p[0].addr, ETOOMANYREFS);
+	for (i = 0; i < 9; i++)
+		mc_expect(_metadata, self->p[i].cfd, &s, pp[1], pp[0]);
+	bus_expect_quiet(_metadata, self->p, MC_MEMBERS);
+
+	/* 4 twice: 32, then 64; a third multicast finds 72 at its copy */
+	mc_send(_metadata, &s, bus_mcast(MC_P4), 0);
+	mc_send(_metadata, &s, bus_mcast(MC_P4), 0);
+	mc_send(_metadata, &s, bus_mcast(MC_P4), ETOOMANYREFS);
+	/* 64 is not above the limit: one unicast still goes, to 72 */
+	mc_send(_metadata, &s, self->p[4].addr, 0);
+	mc_send(_metadata, &s, self->p[5].addr, ETOOMANYREFS);
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < 2; j++)
+			mc_expect(_metadata, self->p[i].cfd, &s, pp[1], pp[0]);
+	mc_expect(_metadata, self->p[4].cfd, &s, pp[1], pp[0]);
+	bus_expect_quiet(_metadata, self->p, MC_MEMBERS);
+
+	/* all read: back at 0 */
+	mc_send(_metadata, &s, self->p[0].addr, 0);
+	mc_expect(_metadata, self->p[0].cfd, &s, pp[1], pp[0]);
+	mc_send(_metadata, &s, bus_mcast(MC_P4), 0);
+	for (i = 0; i < 4; i++)
+		mc_expect(_metadata, self->p[i].cfd, &s, pp[1], pp[0]);
+	bus_expect_quiet(_metadata, self->p, MC_MEMBERS);
+	bus_expect_none(_metadata, s.afd);
+
+	close(s.cmd);
+	expect_child_ok(_metadata, s.pid);
+	close(s.report);
+	close(s.afd);
+	close(pp[1]);
+	expect_pipe_eof(_metadata, pp[0], BUS_TIMEOUT_MS);
+	close(pp[0]);
+}
+
+/*
+ * The limit does not apply to a sender with CAP_SYS_RESOURCE: root with
+ * RLIMIT_NOFILE 64 multicasts 8 files to 16 members (128 in flight).
+ */
+TEST_F(mc, multicast_fd_copies_root_exempt)
+{
+	struct rlimit rl = { MC_NOFILE, MC_NOFILE };
+	struct mc_sender s = { .pid = -1, .cmd = -1, .report = -1, .afd = -1 };
+	int fds[MC_FDS], pp[2], i;
+
+	ASSERT_EQ(0U, geteuid()) TH_LOG("the test runs as root");
+	for (i = 0; i < MC_MEMBERS; i++)
+		ASSERT_OK(bus_addr_opt(self->p[i].afd, BUS_ADD_ADDR,
+				       bus_mkaddr(MC_P16, i + 1)));
+	ASSERT_OK(pipe(pp));
+	for (i = 0; i < MC_FDS; i++)
+		fds[i] = pp[1];
+	ASSERT_OK(setrlimit(RLIMIT_NOFILE, &rl));
+	s.addr = self->p[MC_MEMBERS - 1].addr;
+	ASSERT_EQ(2, send_fds(self->p[MC_MEMBERS - 1].cfd, &self->bus,
+			      bus_mcast(MC_P16), "mc", fds, MC_FDS, false))
+		TH_LOG("sendmsg: %s", strerror(errno));
+	for (i = 0; i < MC_MEMBERS; i++)
+		mc_expect(_metadata, self->p[i].cfd, &s, pp[1], pp[0]);
+	bus_expect_quiet(_metadata, self->p, MC_MEMBERS);
+	close(pp[1]);
+	expect_pipe_eof(_metadata, pp[0], BUS_TIMEOUT_MS);
+	close(pp[0]);
 }
 
 TEST_HARNESS_MAIN

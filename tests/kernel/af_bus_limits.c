@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * AF_BUS limits the master sets (af_bus.rst, "Limits"): BUS_SET_MAXQLEN
- * and BUS_SET_SENDBUF on the bound socket (both sockets of every later
+ * AF_BUS limits the master sets (af_bus.rst, "Limits"): BUS_SET_MAXQLEN,
+ * BUS_SET_SENDBUF and BUS_SET_RCVBUF on the bound socket (both sockets of every later
  * connection) and on an accepted socket (its client, at once), their
  * bounds, who may use them, and what a client sees: how many messages
  * its queue takes, its SO_SNDBUF, and the largest message it can send;
@@ -384,6 +384,127 @@ TEST_F(limits, sendbuf_clamped_to_wmem_max_without_cap)
 	ASSERT_EQ(0, status) TH_LOG("child failed with status %#x", status);
 	open_two(_metadata, self);
 	ASSERT_EQ(2 * wmem_max, get_sndbuf(_metadata, self->p[0].cfd));
+}
+
+/* SO_RCVBUF of fd */
+static int get_rcvbuf(struct __test_metadata *_metadata, int fd)
+{
+	socklen_t len = sizeof(int);
+	int val;
+
+	ASSERT_OK(getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &val, &len));
+	return val;
+}
+
+/* Two joined clients with the buffers the master gave them (open_two
+ * raises them).
+ */
+static void open_two_plain(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(limits) *self)
+{
+	bus_peer_open(_metadata, &self->p[0], self->m, &self->bus, true);
+	bus_peer_open(_metadata, &self->p[1], self->m, &self->bus, true);
+}
+
+TEST_F(limits, rcvbuf_on_master_doubles_like_so_rcvbuf)
+{
+	int before;
+
+	bus_peer_open(_metadata, &self->p[0], self->m, &self->bus, true);
+	before = get_rcvbuf(_metadata, self->p[0].cfd);
+	ASSERT_OK(set_int(self->m, BUS_SET_RCVBUF, 65536));
+	bus_peer_open(_metadata, &self->p[1], self->m, &self->bus, true);
+	ASSERT_EQ(131072, get_rcvbuf(_metadata, self->p[1].cfd));
+	ASSERT_EQ(131072, get_rcvbuf(_metadata, self->p[1].afd));
+	/* connections made before keep theirs */
+	ASSERT_EQ(before, get_rcvbuf(_metadata, self->p[0].cfd));
+	ASSERT_EQ(before, get_rcvbuf(_metadata, self->p[0].afd));
+}
+
+TEST_F(limits, rcvbuf_on_accepted_applies_to_its_client_now)
+{
+	int before;
+
+	open_two_plain(_metadata, self);
+	before = get_rcvbuf(_metadata, self->p[0].afd);
+	ASSERT_OK(set_int(self->p[0].afd, BUS_SET_RCVBUF, 4096));
+	ASSERT_EQ(8192, get_rcvbuf(_metadata, self->p[0].cfd));
+	/* the accepted socket keeps its own, and the other client too */
+	ASSERT_EQ(before, get_rcvbuf(_metadata, self->p[0].afd));
+	ASSERT_EQ(before, get_rcvbuf(_metadata, self->p[1].cfd));
+}
+
+TEST_F(limits, rcvbuf_bad_values_and_callers)
+{
+	int fresh = bus_socket(_metadata, BUS_PROTO_NONE);
+
+	open_two_plain(_metadata, self);
+	ASSERT_ERRNO(EINVAL, set_int(self->m, BUS_SET_RCVBUF, 0));
+	ASSERT_ERRNO(EINVAL, set_int(self->m, BUS_SET_RCVBUF, -4096));
+	ASSERT_ERRNO(EINVAL, set_int(self->p[0].afd, BUS_SET_RCVBUF, 0));
+	ASSERT_ERRNO(EINVAL, setsockopt(self->m, SOL_BUS, BUS_SET_RCVBUF,
+					"x", 1));
+	ASSERT_ERRNO(EPERM, set_int(self->p[0].cfd, BUS_SET_RCVBUF, 1 << 20));
+	ASSERT_ERRNO(EPERM, set_int(fresh, BUS_SET_RCVBUF, 1 << 20));
+	close(fresh);
+}
+
+/* net.core.rmem_max, read as read_wmem_max() reads wmem_max */
+static long read_rmem_max(struct __test_metadata *_metadata)
+{
+	int u = socket(AF_UNIX, SOCK_SEQPACKET, 0), huge = 0x7fffffff, v;
+
+	ASSERT_LE(0, u);
+	ASSERT_OK(setsockopt(u, SOL_SOCKET, SO_RCVBUF, &huge, sizeof(huge)));
+	v = get_rcvbuf(_metadata, u);
+	close(u);
+	return v / 2;
+}
+
+/* A master without CAP_NET_ADMIN is held to rmem_max; root is not. */
+TEST_F(limits, rcvbuf_clamped_to_rmem_max_without_cap)
+{
+	long rmem_max = read_rmem_max(_metadata);
+	int status;
+	pid_t pid;
+
+	ASSERT_GT(32L << 20, rmem_max);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		_exit(set_int(self->m, BUS_SET_RCVBUF, 64 << 20) ? 11 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status) TH_LOG("child failed with status %#x", status);
+	bus_peer_open(_metadata, &self->p[0], self->m, &self->bus, true);
+	ASSERT_EQ(2 * rmem_max, get_rcvbuf(_metadata, self->p[0].cfd));
+	ASSERT_OK(set_int(self->m, BUS_SET_RCVBUF, 32 << 20));
+	bus_peer_open(_metadata, &self->p[1], self->m, &self->bus, true);
+	ASSERT_EQ(64 << 20, get_rcvbuf(_metadata, self->p[1].cfd));
+}
+
+/* A larger receive buffer lets a sender waiting for room go on. */
+TEST_F(limits, rcvbuf_raised_wakes_waiting_sender)
+{
+	struct bus_send_arg arg;
+	struct bus_call call = { .fn = bus_send_call, .arg = &arg };
+	unsigned int n;
+
+	open_two_plain(_metadata, self);
+	ASSERT_OK(set_int(self->p[1].afd, BUS_SET_RCVBUF, 1));
+	n = fill(_metadata, self->p[0].cfd, &self->bus, self->p[1].addr);
+	ASSERT_LT(0U, n);
+	ASSERT_GT(BUS_QLEN_MAX, n);
+	arg = (struct bus_send_arg){ self->p[0].cfd, &self->bus,
+				     self->p[1].addr, n };
+	bus_set_timeouts(_metadata, arg.fd, 10000);
+	bus_call_start_blocked(_metadata, &call);
+	ASSERT_OK(set_int(self->p[1].afd, BUS_SET_RCVBUF, 1 << 20));
+	bus_call_finish(_metadata, &call);
+	ASSERT_EQ(4, call.ret) TH_LOG("send: %s", strerror(call.err));
+	drain(_metadata, self->p[1].cfd, n + 1);
 }
 
 /* Multicasts 4-byte values first .. first + n - 1 from fd to prefix 0,

@@ -3,7 +3,8 @@
  * /proc/net/bus (af_bus.rst, "/proc/net/bus"): its header, one line per
  * AF_BUS socket of the namespace with role, state, joined and eavesdrop
  * flags, queue length, limit, drops, addresses and path; lines come and
- * go with the sockets; other namespaces' sockets are not listed.
+ * go with the sockets; other namespaces' sockets are not listed; a read
+ * in short chunks resumes where it stopped.
  */
 #include "af_bus_test.h"
 
@@ -314,6 +315,63 @@ TEST(other_namespace_not_listed)
 	close(to_parent[1]);
 	close(to_child[0]);
 	close(to_child[1]);
+}
+
+/*
+ * A read in short chunks resumes where the last one stopped: with many
+ * sockets, read(2) of a few bytes at a time still gives the header once
+ * and every socket exactly once, whole lines only.
+ */
+#define MANY_SOCKS	700
+
+TEST(short_reads_resume)
+{
+	static unsigned long inodes[MANY_SOCKS];
+	static int fds[MANY_SOCKS], seen[MANY_SOCKS];
+	size_t len = 0, cap = 1 << 20;
+	char *text = malloc(cap), *line, *save;
+	int i, f, headers = 0, lines = 0;
+	unsigned long ino;
+	ssize_t n;
+
+	ASSERT_NE(NULL, text);
+	for (i = 0; i < MANY_SOCKS; i++) {
+		fds[i] = bus_socket(_metadata, BUS_PROTO_NONE);
+		inodes[i] = inode_of(_metadata, fds[i]);
+	}
+	f = open("/proc/net/bus", O_RDONLY);
+	ASSERT_LE(0, f);
+	/* 61 bytes: shorter than a line, and prime to its length */
+	while ((n = read(f, text + len, 61)) > 0) {
+		len += n;
+		ASSERT_GT(cap - 61, len);
+	}
+	ASSERT_EQ(0, n) TH_LOG("read: %s", strerror(errno));
+	close(f);
+	text[len] = 0;
+	ASSERT_EQ('\n', text[len - 1]);
+
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (!strcmp(line, HEADER)) {
+			headers++;
+			continue;
+		}
+		lines++;
+		ASSERT_EQ(1, sscanf(line, "%*s %lu", &ino))
+			TH_LOG("bad line \"%s\"", line);
+		for (i = 0; i < MANY_SOCKS; i++)
+			if (inodes[i] == ino)
+				seen[i]++;
+	}
+	ASSERT_EQ(1, headers);
+	ASSERT_LE(MANY_SOCKS, lines);
+	for (i = 0; i < MANY_SOCKS; i++) {
+		ASSERT_EQ(1, seen[i]) TH_LOG("socket %d (inode %lu)", i,
+					     inodes[i]);
+		close(fds[i]);
+	}
+	free(text);
 }
 
 TEST_HARNESS_MAIN
