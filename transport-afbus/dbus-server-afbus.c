@@ -541,6 +541,25 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
   return DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
 }
 
+/* Sets the SOL_BUS buffer option @p opt (what: "send" or "receive") of
+ * the connections made from now on to @p bytes. */
+static dbus_bool_t
+set_buffer_size (DBusServerAfbus *afbus_server,
+                 int              opt,
+                 const char      *what,
+                 int              bytes,
+                 DBusError       *error)
+{
+  if (setsockopt (afbus_server->fd.fd, SOL_BUS, opt, &bytes,
+                  sizeof (bytes)) == 0)
+    return TRUE;
+
+  dbus_set_error (error, _dbus_error_from_errno (errno),
+                  "Failed to set the %s buffer of AF_BUS bus \"%s\" to %d bytes: %s",
+                  what, afbus_server->path, bytes, _dbus_strerror (errno));
+  return FALSE;
+}
+
 /* The most the daemon lets the kernel hold unread for one connection
  * of an AF_BUS bus: kernel memory is charged to no memory cgroup, so
  * not all of max_outgoing_bytes (127 MB on the system bus). */
@@ -579,7 +598,6 @@ _dbus_server_afbus_set_limits (DBusServer *server,
                                DBusError  *error)
 {
   DBusServerAfbus *afbus_server = (DBusServerAfbus *) server;
-  int sndbuf, rcvbuf;
 
   if (server->vtable != &afbus_vtable)
     return TRUE;
@@ -588,32 +606,16 @@ _dbus_server_afbus_set_limits (DBusServer *server,
    * SO_SNDBUF, which leaves room for its overhead and other messages. */
   if (max_message_size > DBUS_MAXIMUM_MESSAGE_LENGTH)
     max_message_size = DBUS_MAXIMUM_MESSAGE_LENGTH;
-  sndbuf = (int) max_message_size + 64 * 1024;
-
-  if (setsockopt (afbus_server->fd.fd, SOL_BUS, BUS_SET_SENDBUF,
-                  &sndbuf, sizeof (sndbuf)) < 0)
-    {
-      dbus_set_error (error, _dbus_error_from_errno (errno),
-                      "Failed to set the send buffer of AF_BUS bus \"%s\" to %d bytes: %s",
-                      afbus_server->path, sndbuf, _dbus_strerror (errno));
-      return FALSE;
-    }
-
-  /* the kernel doubles it too, for its own overhead per message */
+  /* the kernel doubles the receive buffer too, for its overhead per
+   * message */
   if (max_queued_bytes > AFBUS_MAX_RCVBUF)
     max_queued_bytes = AFBUS_MAX_RCVBUF;
-  rcvbuf = max_queued_bytes > 0 ? (int) max_queued_bytes : 1;
 
-  if (setsockopt (afbus_server->fd.fd, SOL_BUS, BUS_SET_RCVBUF,
-                  &rcvbuf, sizeof (rcvbuf)) < 0)
-    {
-      dbus_set_error (error, _dbus_error_from_errno (errno),
-                      "Failed to set the receive buffer of AF_BUS bus \"%s\" to %d bytes: %s",
-                      afbus_server->path, rcvbuf, _dbus_strerror (errno));
-      return FALSE;
-    }
-
-  return TRUE;
+  return set_buffer_size (afbus_server, BUS_SET_SENDBUF, "send",
+                          (int) max_message_size + 64 * 1024, error) &&
+         set_buffer_size (afbus_server, BUS_SET_RCVBUF, "receive",
+                          max_queued_bytes > 0 ? (int) max_queued_bytes : 1,
+                          error);
 }
 
 /**
