@@ -21,6 +21,8 @@ KERNEL_OBJ=$AFBUS_BUILD/kernel-obj
 KERNEL_HDR=$AFBUS_BUILD/kernel-headers
 # The debug kernel (kernel-patches/debug.config), built from the same tree.
 KERNEL_OBJ_DEBUG=$AFBUS_BUILD/kernel-obj-debug
+# The benchmark kernel (kernel-patches/bench.config: no test modules).
+KERNEL_OBJ_BENCH=$AFBUS_BUILD/kernel-obj-bench
 
 # The kernel is always built for x86_64, whatever `uname -m` says.
 export ARCH=x86_64

@@ -17,6 +17,9 @@
 # kmemleak) is merged last and the kernel is built in its own object
 # directory, build/kernel-obj-debug, keyed by its own inputs; the UAPI
 # headers are not installed again (they do not depend on the config).
+# With --bench, the same with kernel-patches/bench.config (no test
+# modules: the benchmark kernel of `make bench` and `make profile`) in
+# build/kernel-obj-bench.
 set -eu
 . "$(dirname "$0")/common.sh"
 
@@ -24,17 +27,21 @@ FRAGMENTS="$KERNEL_PATCHES/base.config"
 [ -f "$KERNEL_PATCHES/af_bus.config" ] &&
 	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/af_bus.config"
 
-DEBUG=0
-if [ "${1:-}" = --debug ]; then
-	DEBUG=1
-	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/debug.config"
-	KERNEL_OBJ=$KERNEL_OBJ_DEBUG
-fi
+# A variant (--debug, --bench) has its own object directory and log,
+# and installs no UAPI headers.
+VARIANT=
+case ${1:-} in
+--debug|--bench)
+	VARIANT=${1#--}
+	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/$VARIANT.config"
+	KERNEL_OBJ=$AFBUS_BUILD/kernel-obj-$VARIANT
+	;;
+esac
 
 BZIMAGE=$KERNEL_OBJ/arch/x86/boot/bzImage
 KEY_FILE=$KERNEL_OBJ/.afbus-build-key
 LOG=$AFBUS_BUILD/kernel-build.log
-[ $DEBUG = 1 ] && LOG=$AFBUS_BUILD/kernel-build-debug.log
+[ -n "$VARIANT" ] && LOG=$AFBUS_BUILD/kernel-build-$VARIANT.log
 
 # Hash of every input of the build.
 build_key() {
@@ -89,7 +96,7 @@ main() {
 	"$(dirname "$0")/kernel-tree.sh" sync "$KERNEL_SRC"
 
 	key=$(build_key)
-	if [ -f "$BZIMAGE" ] && { [ $DEBUG = 1 ] || [ -f "$KERNEL_HDR/.stamp" ]; } &&
+	if [ -f "$BZIMAGE" ] && { [ -n "$VARIANT" ] || [ -f "$KERNEL_HDR/.stamp" ]; } &&
 	   [ "$(cat "$KEY_FILE" 2>/dev/null)" = "$key" ]; then
 		msg "kernel is up to date ($BZIMAGE)"
 		return 0
@@ -99,7 +106,7 @@ main() {
 	# than the new sources: start that object dir afresh.
 	if [ "$(cat "$KERNEL_OBJ/.afbus-tarball" 2>/dev/null)" != "$(tarball_id)" ]; then
 		rm -rf "$KERNEL_OBJ"
-		[ $DEBUG = 1 ] || rm -rf "$KERNEL_HDR"
+		[ -n "$VARIANT" ] || rm -rf "$KERNEL_HDR"
 	fi
 	mkdir -p "$KERNEL_OBJ"
 	tarball_id > "$KERNEL_OBJ/.afbus-tarball"
@@ -113,9 +120,9 @@ main() {
 		grep -E 'error|Error' "$LOG" | tail -n 30 >&2 || true
 		die "kernel build failed; full log in $LOG"
 	fi
-	if [ $DEBUG = 1 ]; then
+	if [ -n "$VARIANT" ]; then
 		echo "$key" > "$KEY_FILE"
-		msg "debug kernel built in $(( $(date +%s) - start ))s: $BZIMAGE"
+		msg "$VARIANT kernel built in $(( $(date +%s) - start ))s: $BZIMAGE"
 		return 0
 	fi
 	msg "installing UAPI headers into $KERNEL_HDR"
