@@ -302,8 +302,8 @@ static int stranger(struct nfd_bus *b)
 		-EPERM) << 1;
 	bad |= (nfdbus_flush(h, &b->nb, b->p[1].addr) != -EPERM) << 2;
 	bad |= (nfdbus_list(h, &b->nb, NULL, NULL, NULL) != -EPERM) << 3;
-	/* the counters are for anybody */
-	bad |= (nfdbus_get_stats(h, &st) != 0) << 4;
+	/* the counters tell about every bus: CAP_NET_ADMIN only */
+	bad |= (nfdbus_get_stats(h, &st) != -EPERM) << 4;
 	bad |= (nfdbus_set_bus_flags(h, &b->nb, 0) != -EPERM) << 5;
 	bad |= (nfdbus_get_bus_flags(h, &b->nb, &flags) != -EPERM) << 6;
 	nfdbus_close(h);
@@ -631,6 +631,96 @@ TEST_F(ctl, rules_go_with_peer)
 	close(self->b.p[2].afd);
 	self->b.p[2].afd = -1;
 	ASSERT_EQ(0, count_rules(_metadata, &self->b, -1));
+}
+
+/* A request for a client that left, or never was, makes nothing. */
+TEST_F(ctl, no_rules_for_gone_peers)
+{
+	struct nfdbus_policy_rule allow = { 0 };
+	uint64_t gone = self->b.p[1].addr;
+	struct bus_peer *p = &self->b.p[1];
+	uint32_t nrules, refs;
+
+	allow.direction = NFDBUS_POLICY_SEND;
+	allow.allow = true;
+	ASSERT_OK(nfdbus_set_policy(self->b.h, &self->b.nb, 7, &allow, 1));
+	bus_peer_close(&self->b.p[1]);
+	ASSERT_EQ(-ENOENT, nfdbus_add_match(self->b.h, &self->b.nb, gone,
+					    "member='A'", NULL));
+	ASSERT_EQ(-ENOENT, nfdbus_set_peer_policy(self->b.h, &self->b.nb,
+						  gone, 7));
+	/* an address nobody was given, and the master's */
+	ASSERT_EQ(-ENOENT, nfdbus_add_match(self->b.h, &self->b.nb, 0x1234,
+					    "member='A'", NULL));
+	ASSERT_EQ(-ENOENT, nfdbus_add_match(self->b.h, &self->b.nb, 0,
+					    "member='A'", NULL));
+	ASSERT_EQ(-ENOENT, nfdbus_set_peer_policy(self->b.h, &self->b.nb,
+						  0x1234, 7));
+	ASSERT_EQ(0, count_rules(_metadata, &self->b, -1));
+	ASSERT_OK(nfdbus_get_policy(self->b.h, &self->b.nb, 7, &nrules,
+				    &refs));
+	ASSERT_EQ(0, refs) TH_LOG("peers using the policy");
+	/* taking a policy away from anybody is harmless */
+	ASSERT_OK(nfdbus_set_peer_policy(self->b.h, &self->b.nb, gone, 0));
+	/* a client that connected but has not joined may be given both */
+	p->cfd = bus_socket(_metadata, BUS_PROTO_DBUS);
+	ASSERT_OK(bus_connect_name(p->cfd, &self->b.bus));
+	p->afd = bus_accept(_metadata, self->b.m);
+	p->addr = bus_local_addr(_metadata, p->cfd);
+	ASSERT_OK(nfdbus_set_peer_policy(self->b.h, &self->b.nb, p->addr, 7));
+	ASSERT_OK(nfdbus_add_match(self->b.h, &self->b.nb, p->addr,
+				   "member='A'", NULL));
+	ASSERT_EQ(1, count_rules(_metadata, &self->b, 1));
+}
+
+/*
+ * NFDBUS_A_BUS_PATH is taken as connect(2) takes sbus_path: a filesystem
+ * path ends at its NUL, and one without a NUL is refused.
+ */
+TEST_F(ctl, bus_path_normalised)
+{
+	struct bus_name fs = bus_name_tmp();
+	struct nfdbus_bus nb = nfd_name(&fs), bad;
+	struct bus_peer p = { -1, -1, 0 };
+	int m = bus_master_proto(_metadata, &fs, BUS_PROTO_DBUS);
+
+	p.cfd = bus_socket(_metadata, BUS_PROTO_DBUS);
+	ASSERT_OK(bus_connect_name(p.cfd, &fs));
+	p.afd = bus_accept(_metadata, m);
+	p.addr = bus_local_addr(_metadata, p.cfd);
+	ASSERT_OK(nfdbus_add_match(self->b.h, &nb, p.addr, "member='A'", NULL));
+	/* bytes after the NUL are not part of the name */
+	bad = nb;
+	memcpy(bad.path + nb.len, "junk", 4);
+	bad.len = nb.len + 4;
+	ASSERT_EQ(1, nfdbus_list(self->b.h, &bad, NULL, NULL, NULL));
+	/* all BUS_PATH_MAX bytes and no NUL */
+	memset(bad.path, 'x', BUS_PATH_MAX);
+	memcpy(bad.path, nb.path, nb.len - 1);
+	bad.len = BUS_PATH_MAX;
+	ASSERT_EQ(-EINVAL, nfdbus_add_match(self->b.h, &bad, p.addr,
+					    "member='B'", NULL));
+	ASSERT_EQ(-EINVAL, nfdbus_list(self->b.h, &bad, NULL, NULL, NULL));
+	ASSERT_EQ(1, nfdbus_list(self->b.h, &nb, NULL, NULL, NULL));
+	bus_peer_close(&p);
+	close(m);
+	unlink(fs.sa.sbus_path);
+}
+
+/* Every command validates strictly, and the socket is close-on-exec. */
+TEST_F(ctl, strict_and_cloexec)
+{
+	struct nfd_bus *b = &self->b;
+
+	ASSERT_EQ(FD_CLOEXEC, fcntl(nfdbus_fd(b->h), F_GETFD) & FD_CLOEXEC);
+	/* the commands that came first (add, remove, flush, dump, stats)
+	 * refuse an unknown attribute as the later ones do
+	 */
+	ASSERT_EQ(-EINVAL, raw_bus_request(b, NFDBUS_CMD_GET_STATS, false, 0,
+					   NFDBUS_A_MAX + 1));
+	ASSERT_EQ(-EINVAL, raw_bus_request(b, NFDBUS_CMD_FLUSH, false, 0,
+					   NFDBUS_A_MAX + 1));
+	ASSERT_EQ(1, raw_bus_request(b, NFDBUS_CMD_GET_STATS, false, 0, 0));
 }
 
 TEST_F(ctl, rules_go_with_bus)

@@ -364,6 +364,141 @@ TEST_F(parse, handmade_valid)
 	ASSERT_EQ(0, nfd_stats(_metadata, &self->b).malformed);
 }
 
+/*
+ * A signal whose unknown header field 200 nests one kind of container n
+ * deep: arrays in a row, structs, dict entries, 32 arrays then n structs,
+ * or n variants in a chain (the first being the field's own value).
+ */
+enum deep { DEEP_ARRAYS, DEEP_STRUCTS, DEEP_DICTS, DEEP_MIXED, DEEP_VARIANTS };
+
+static void hm_deep(struct hm *h, bool big, enum deep kind, int n)
+{
+	char sig[256];
+	size_t l = 0;
+	int i;
+
+	switch (kind) {
+	case DEEP_ARRAYS:
+		l += sprintf(sig, "%.*sy", n, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+		break;
+	case DEEP_MIXED:
+		l += sprintf(sig, "%.*s", 32, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+		/* fall through */
+	case DEEP_STRUCTS:
+		for (i = 0; i < n; i++)
+			sig[l++] = '(';
+		sig[l++] = 'y';
+		for (i = 0; i < n; i++)
+			sig[l++] = ')';
+		break;
+	case DEEP_DICTS:
+		for (i = 0; i < n; i++)
+			l += sprintf(sig + l, "a{y");
+		sig[l++] = 'y';
+		for (i = 0; i < n; i++)
+			sig[l++] = '}';
+		break;
+	case DEEP_VARIANTS:
+		sig[l++] = 'v';
+		break;
+	}
+	sig[l] = 0;
+
+	hm_start(h, big, DBUS_MESSAGE_TYPE_SIGNAL);
+	hm_field(h, DBUS_HEADER_FIELD_PATH, "o", "/a", 0);
+	hm_field(h, DBUS_HEADER_FIELD_INTERFACE, "s", "a.b", 0);
+	hm_field(h, DBUS_HEADER_FIELD_MEMBER, "s", "M", 0);
+	hm_pad(h, 8);
+	h->b[h->n++] = 200;
+	h->b[h->n++] = l;
+	memcpy(h->b + h->n, sig, l + 1);
+	h->n += l + 1;
+	switch (kind) {
+	case DEEP_ARRAYS:
+		hm_u32(h, 0);			/* empty, bytes need no padding */
+		break;
+	case DEEP_STRUCTS:
+		hm_pad(h, 8);
+		h->b[h->n++] = 7;
+		break;
+	case DEEP_DICTS:
+		hm_u32(h, 0);			/* empty, padded to its element */
+		hm_pad(h, 8);
+		break;
+	case DEEP_MIXED:
+		hm_u32(h, 0);			/* empty, its elements arrays */
+		break;
+	case DEEP_VARIANTS:
+		for (i = 1; i < n; i++) {
+			h->b[h->n++] = 1;
+			h->b[h->n++] = 'v';
+			h->b[h->n++] = 0;
+		}
+		h->b[h->n++] = 1;
+		h->b[h->n++] = 'y';
+		h->b[h->n++] = 0;
+		h->b[h->n++] = 7;
+		break;
+	}
+	hm_end(h);
+}
+
+/* Does libdbus take h as a message? */
+static bool libdbus_takes(const struct hm *h)
+{
+	DBusMessage *msg;
+	DBusError err;
+
+	dbus_error_init(&err);
+	msg = dbus_message_demarshal((const char *)h->b, h->n, &err);
+	dbus_error_free(&err);
+	if (!msg)
+		return false;
+	dbus_message_unref(msg);
+	return true;
+}
+
+/*
+ * The nesting limits of the D-Bus specification, as libdbus counts them:
+ * 32 arrays in a row, 32 structs, 32 dict entries (each one in another),
+ * 32 arrays and 32 structs in one signature, and 64 containers around a
+ * value, variants included; the value of a header field is inside three
+ * already (the field array, its struct, its variant), so a chain of 61
+ * variants is the most it may hold. At each limit the message passes (and
+ * libdbus takes it), one more and it is malformed (libdbus refuses it).
+ */
+TEST_F(parse, nesting_limits)
+{
+	static const struct {
+		enum deep kind;
+		int max;
+		const char *what;
+	} limits[] = {
+		{ DEEP_ARRAYS, 32, "arrays in a row" },
+		{ DEEP_STRUCTS, 32, "structs" },
+		{ DEEP_DICTS, 32, "dict entries" },
+		{ DEEP_MIXED, 32, "32 arrays, then structs" },
+		{ DEEP_VARIANTS, 61, "variants in a header field" },
+	};
+	char what[64];
+	struct hm h;
+	size_t i;
+
+	for (i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		hm_deep(&h, variant->big, limits[i].kind, limits[i].max);
+		snprintf(what, sizeof(what), "%d %s", limits[i].max,
+			 limits[i].what);
+		ASSERT_TRUE(libdbus_takes(&h)) TH_LOG("libdbus refuses %s", what);
+		hm_expect(_metadata, &self->b, &h, 0, what);
+
+		hm_deep(&h, variant->big, limits[i].kind, limits[i].max + 1);
+		snprintf(what, sizeof(what), "%d %s", limits[i].max + 1,
+			 limits[i].what);
+		ASSERT_FALSE(libdbus_takes(&h)) TH_LOG("libdbus takes %s", what);
+		hm_expect(_metadata, &self->b, &h, EPERM, what);
+	}
+}
+
 TEST_F(parse, handmade_malformed)
 {
 	bool big = variant->big;
