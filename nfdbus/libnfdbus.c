@@ -412,6 +412,12 @@ static int nfdbus_stats_cb(const struct nlmsghdr *nlh, void *data)
 			case NFDBUS_STAT_DENIED:
 				stats->denied = mnl_attr_get_u64(attr);
 				break;
+			case NFDBUS_STAT_UNREQUESTED:
+				stats->unrequested = mnl_attr_get_u64(attr);
+				break;
+			case NFDBUS_STAT_REPLIES_EXCEEDED:
+				stats->replies_exceeded = mnl_attr_get_u64(attr);
+				break;
 			default:	/* newer counters */
 				break;
 			}
@@ -428,39 +434,90 @@ int nfdbus_get_stats(struct nfdbus *h, struct nfdbus_stats *stats)
 			   nfdbus_stats_cb, stats);
 }
 
-int nfdbus_set_bus_flags(struct nfdbus *h, const struct nfdbus_bus *bus,
-			 uint32_t flags)
+int nfdbus_set_bus(struct nfdbus *h, const struct nfdbus_bus *bus,
+		   uint32_t flags, uint32_t max_replies,
+		   uint32_t reply_timeout_ms)
 {
 	struct nlmsghdr *nlh;
 
 	nlh = nfdbus_request(h, NFDBUS_CMD_SET_BUS, NLM_F_ACK, bus, NULL);
 	mnl_attr_put_u32(nlh, NFDBUS_A_BUS_FLAGS, flags);
+	if (flags & NFDBUS_BUS_REPLIES) {
+		if (max_replies)
+			mnl_attr_put_u32(nlh, NFDBUS_A_MAX_REPLIES, max_replies);
+		mnl_attr_put_u32(nlh, NFDBUS_A_REPLY_TIMEOUT, reply_timeout_ms);
+	}
 	return nfdbus_talk(h, nlh, NULL, NULL);
 }
 
-/* The reply to NFDBUS_CMD_GET_BUS; EPROTO without the flags. */
-static int nfdbus_bus_flags_cb(const struct nlmsghdr *nlh, void *data)
+int nfdbus_set_bus_flags(struct nfdbus *h, const struct nfdbus_bus *bus,
+			 uint32_t flags)
 {
-	uint32_t *flags = data;
+	return nfdbus_set_bus(h, bus, flags, 0, 0);
+}
+
+/* The reply to NFDBUS_CMD_GET_BUS: flags, max replies, reply timeout. */
+struct nfdbus_bus_info {
+	uint32_t	flags;
+	uint32_t	max_replies;
+	uint32_t	reply_timeout;
+	int		have_flags;
+};
+
+/* EPROTO without the flags; the reply limits are optional (older nfdbus). */
+static int nfdbus_bus_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct nfdbus_bus_info *bi = data;
 	struct nlattr *attr;
 
-	mnl_attr_for_each(attr, nlh, sizeof(struct genlmsghdr))
-		if (mnl_attr_get_type(attr) == NFDBUS_A_BUS_FLAGS &&
-		    mnl_attr_validate(attr, MNL_TYPE_U32) >= 0) {
-			*flags = mnl_attr_get_u32(attr);
-			return MNL_CB_OK;
+	mnl_attr_for_each(attr, nlh, sizeof(struct genlmsghdr)) {
+		if (mnl_attr_validate(attr, MNL_TYPE_U32) < 0)
+			continue;
+		switch (mnl_attr_get_type(attr)) {
+		case NFDBUS_A_BUS_FLAGS:
+			bi->flags = mnl_attr_get_u32(attr);
+			bi->have_flags = 1;
+			break;
+		case NFDBUS_A_MAX_REPLIES:
+			bi->max_replies = mnl_attr_get_u32(attr);
+			break;
+		case NFDBUS_A_REPLY_TIMEOUT:
+			bi->reply_timeout = mnl_attr_get_u32(attr);
+			break;
+		default:	/* newer attributes */
+			break;
 		}
-	errno = EPROTO;
-	return MNL_CB_ERROR;
+	}
+	if (!bi->have_flags) {
+		errno = EPROTO;
+		return MNL_CB_ERROR;
+	}
+	return MNL_CB_OK;
+}
+
+int nfdbus_get_bus(struct nfdbus *h, const struct nfdbus_bus *bus,
+		   uint32_t *flags, uint32_t *max_replies,
+		   uint32_t *reply_timeout_ms)
+{
+	struct nfdbus_bus_info bi = { 0 };
+	int err;
+
+	err = nfdbus_talk(h, nfdbus_request(h, NFDBUS_CMD_GET_BUS, NLM_F_ACK,
+					    bus, NULL),
+			  nfdbus_bus_cb, &bi);
+	if (flags)
+		*flags = bi.flags;
+	if (max_replies)
+		*max_replies = bi.max_replies;
+	if (reply_timeout_ms)
+		*reply_timeout_ms = bi.reply_timeout;
+	return err;
 }
 
 int nfdbus_get_bus_flags(struct nfdbus *h, const struct nfdbus_bus *bus,
 			 uint32_t *flags)
 {
-	*flags = 0;
-	return nfdbus_talk(h, nfdbus_request(h, NFDBUS_CMD_GET_BUS, NLM_F_ACK,
-					     bus, NULL),
-			   nfdbus_bus_flags_cb, flags);
+	return nfdbus_get_bus(h, bus, flags, NULL, NULL);
 }
 
 /* Room a rule takes in a request, at most. */
@@ -647,6 +704,8 @@ int nfdbus_policy_rule_parse(struct nfdbus_policy_rule *rule, char *text)
 			rule->flags |= NFDBUS_POLICY_F_NOT_BROADCAST;
 		} else if (!val && !strcmp(word, "not-replies")) {
 			rule->flags |= NFDBUS_POLICY_F_NOT_REPLIES;
+		} else if (!val && !strcmp(word, "requested-only")) {
+			rule->flags |= NFDBUS_POLICY_F_REQUESTED_ONLY;
 		} else if (val && !strcmp(word, "type")) {
 			for (t = 1; t < sizeof(types) / sizeof(types[0]); t++)
 				if (!strcmp(val, types[t]))

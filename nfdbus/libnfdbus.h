@@ -31,6 +31,8 @@ struct nfdbus_stats {
 	uint64_t	filtered;
 	uint64_t	forged;
 	uint64_t	denied;
+	uint64_t	unrequested;		/* NFDBUS_STAT_UNREQUESTED */
+	uint64_t	replies_exceeded;	/* NFDBUS_STAT_REPLIES_EXCEEDED */
 };
 
 /* One rule of a dump. */
@@ -94,6 +96,25 @@ int nfdbus_set_bus_flags(struct nfdbus *h, const struct nfdbus_bus *bus,
 			 uint32_t flags);
 int nfdbus_get_bus_flags(struct nfdbus *h, const struct nfdbus_bus *bus,
 			 uint32_t *flags);
+/*
+ * The same, with the reply tracking of NFDBUS_BUS_REPLIES: how many
+ * method calls one client may await replies to at once (max_replies, 1
+ * to NFDBUS_MAX_REPLIES_MAX; 0 leaves the kernel's value, by default
+ * NFDBUS_MAX_REPLIES_DEFAULT) and after how many milliseconds a reply is
+ * no longer awaited (reply_timeout_ms, 0 for never). Both are sent only
+ * with NFDBUS_BUS_REPLIES in flags, so that a kernel without reply
+ * tracking gets the request nfdbus_set_bus_flags() would send (and
+ * refuses the flag with EINVAL).
+ */
+int nfdbus_set_bus(struct nfdbus *h, const struct nfdbus_bus *bus,
+		   uint32_t flags, uint32_t max_replies,
+		   uint32_t reply_timeout_ms);
+/* Any of the pointers may be NULL; *max_replies is 0 when the kernel does
+ * not say (no reply tracking).
+ */
+int nfdbus_get_bus(struct nfdbus *h, const struct nfdbus_bus *bus,
+		   uint32_t *flags, uint32_t *max_replies,
+		   uint32_t *reply_timeout_ms);
 
 /* One rule of a policy (NFDBUS_POLICY_A_*); strings are NULL when absent. */
 struct nfdbus_policy_rule {
@@ -128,7 +149,7 @@ int nfdbus_get_peer_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
  * Parse the text form of a policy rule, comma-separated words: "allow" or
  * "deny", "send" or "receive", then any of type=TYPE (method_call,
  * method_return, error, signal), path=, interface=, member=, error=,
- * addr=ADDRESS, broadcast, not-broadcast, not-replies. The strings point
+ * addr=ADDRESS, broadcast, not-broadcast, not-replies, requested-only. The strings point
  * into text, which is changed. Returns 0 or -EINVAL.
  */
 int nfdbus_policy_rule_parse(struct nfdbus_policy_rule *rule, char *text);

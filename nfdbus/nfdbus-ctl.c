@@ -29,11 +29,13 @@ static void usage(FILE *f)
 		"       nfdbus-ctl peer-policy BUS PEER [ID]\n"
 		"BUS is a bus path, or @name for an abstract bus name; PEER and\n"
 		"SENDER-ADDR are AF_BUS addresses (decimal, or 0x hexadecimal).\n"
-		"bus BUS prints the flags of the bus; bus BUS FLAG... sets them\n"
-		"(FLAG: check-sender, policy, or none).\n"
+		"bus BUS prints the flags of the bus (with replies, its limits);\n"
+		"bus BUS FLAG... sets them (FLAG: check-sender, policy, replies,\n"
+		"max-replies=N, reply-timeout=MS (0: never), or none).\n"
 		"policy sets the rules of policy ID (a number, not 0); a RULE is\n"
 		"allow|deny,send|receive[,type=T][,path=P][,interface=I][,member=M]\n"
-		"[,error=E][,addr=A][,broadcast|,not-broadcast][,not-replies].\n"
+		"[,error=E][,addr=A][,broadcast|,not-broadcast][,not-replies]\n"
+		"[,requested-only].\n"
 		"peer-policy prints the policy PEER uses, or makes it use ID (0: none).\n");
 }
 
@@ -50,25 +52,6 @@ static int parse_u64(const char *s, uint64_t *v)
 	return 0;
 }
 
-/* The NFDBUS_BUS_* flags named by args; -1 for an unknown name. */
-static int parse_flags(int n, char **args, uint32_t *flags)
-{
-	int i;
-
-	*flags = 0;
-	for (i = 0; i < n; i++) {
-		if (!strcmp(args[i], "check-sender")) {
-			*flags |= NFDBUS_BUS_CHECK_SENDER;
-		} else if (!strcmp(args[i], "policy")) {
-			*flags |= NFDBUS_BUS_POLICY;
-		} else if (strcmp(args[i], "none")) {
-			fprintf(stderr, "nfdbus-ctl: unknown flag: %s\n", args[i]);
-			return -1;
-		}
-	}
-	return 0;
-}
-
 static int parse_u32(const char *s, uint32_t *v)
 {
 	uint64_t u;
@@ -81,6 +64,65 @@ static int parse_u32(const char *s, uint32_t *v)
 	}
 	*v = u;
 	return 0;
+}
+
+/* The NFDBUS_BUS_* flags and reply limits named by args; -1 for an
+ * unknown name.
+ */
+static int parse_flags(int n, char **args, uint32_t *flags,
+		       uint32_t *max_replies, uint32_t *reply_timeout)
+{
+	int i;
+
+	*flags = 0;
+	*max_replies = 0;
+	*reply_timeout = 0;
+	for (i = 0; i < n; i++) {
+		if (!strcmp(args[i], "check-sender")) {
+			*flags |= NFDBUS_BUS_CHECK_SENDER;
+		} else if (!strcmp(args[i], "policy")) {
+			*flags |= NFDBUS_BUS_POLICY;
+		} else if (!strcmp(args[i], "replies")) {
+			*flags |= NFDBUS_BUS_REPLIES;
+		} else if (!strncmp(args[i], "max-replies=", 12)) {
+			if (parse_u32(args[i] + 12, max_replies))
+				return -1;
+		} else if (!strncmp(args[i], "reply-timeout=", 14)) {
+			if (parse_u32(args[i] + 14, reply_timeout))
+				return -1;
+		} else if (strcmp(args[i], "none")) {
+			fprintf(stderr, "nfdbus-ctl: unknown flag: %s\n", args[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* "check-sender policy replies max-replies=N reply-timeout=MS", or "none" */
+static void print_bus(uint32_t flags, uint32_t max_replies,
+		      uint32_t reply_timeout)
+{
+	static const struct {
+		uint32_t	flag;
+		const char	*name;
+	} names[] = {
+		{ NFDBUS_BUS_CHECK_SENDER, "check-sender" },
+		{ NFDBUS_BUS_POLICY, "policy" },
+		{ NFDBUS_BUS_REPLIES, "replies" },
+	};
+	const char *sep = "";
+	unsigned int i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (flags & names[i].flag) {
+			printf("%s%s", sep, names[i].name);
+			sep = " ";
+		}
+	}
+	if (flags & NFDBUS_BUS_REPLIES)
+		printf(" max-replies=%u reply-timeout=%u", max_replies,
+		       reply_timeout);
+	printf("%s\n", flags ? "" : "none");
 }
 
 /* nfdbus-ctl policy BUS ID RULE... */
@@ -119,7 +161,7 @@ int main(int argc, char **argv)
 	struct nfdbus_stats st;
 	struct nfdbus_bus bus;
 	uint64_t peer, sender;
-	uint32_t flags, id, nrules, refs;
+	uint32_t flags, id, nrules, refs, max_replies, reply_timeout;
 	const char *cmd;
 	struct nfdbus *h;
 	int err = -EINVAL;
@@ -139,7 +181,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if (!strcmp(cmd, "bus")) {
-			if (parse_flags(argc - 3, argv + 3, &flags))
+			if (parse_flags(argc - 3, argv + 3, &flags,
+					&max_replies, &reply_timeout))
 				return 2;
 		} else if (!strncmp(cmd, "policy", 6)) {
 			if (argc > 3 && parse_u32(argv[3], &id))
@@ -179,20 +222,20 @@ int main(int argc, char **argv)
 		if (!err)
 			printf("parsed %" PRIu64 "\nmalformed %" PRIu64
 			       "\noversized %" PRIu64 "\nfiltered %" PRIu64
-			       "\nforged %" PRIu64 "\ndenied %" PRIu64 "\n",
+			       "\nforged %" PRIu64 "\ndenied %" PRIu64
+			       "\nunrequested %" PRIu64
+			       "\nreplies-exceeded %" PRIu64 "\n",
 			       st.parsed, st.malformed, st.oversized,
-			       st.filtered, st.forged, st.denied);
+			       st.filtered, st.forged, st.denied,
+			       st.unrequested, st.replies_exceeded);
 	} else if (!strcmp(cmd, "bus") && argc > 3) {
-		err = nfdbus_set_bus_flags(h, &bus, flags);
+		err = nfdbus_set_bus(h, &bus, flags, max_replies,
+				     reply_timeout);
 	} else if (!strcmp(cmd, "bus")) {
-		err = nfdbus_get_bus_flags(h, &bus, &flags);
+		err = nfdbus_get_bus(h, &bus, &flags, &max_replies,
+				     &reply_timeout);
 		if (!err)
-			printf("%s%s%s\n",
-			       flags & NFDBUS_BUS_CHECK_SENDER ? "check-sender" : "",
-			       flags == (NFDBUS_BUS_CHECK_SENDER | NFDBUS_BUS_POLICY) ?
-			       " " : "",
-			       flags & NFDBUS_BUS_POLICY ? "policy" :
-			       flags ? "" : "none");
+			print_bus(flags, max_replies, reply_timeout);
 	} else if (!strcmp(cmd, "policy") && argc >= 4) {
 		err = set_policy(h, &bus, id, argc - 4, argv + 4);
 	} else if (!strcmp(cmd, "policy-del") && argc == 4) {
