@@ -63,6 +63,22 @@
  *   so no client can pose as another or as the daemon.  When that fails
  *   (no nfdbus in the kernel, or no permission), clients cannot join:
  *   their Hello fails, rather than their signals going to everybody.
+ * - With the same request the daemon has the kernel track replies
+ *   (NFDBUS_BUS_REPLIES), as dbus-daemon does for the calls it forwards
+ *   (bus_connections_expect_reply/check_reply): a method return or error
+ *   from one client reaches another only as the answer to a call it
+ *   awaits from that client, once; at most max_replies_per_connection
+ *   calls awaited per client (the next direct call fails with EDQUOT,
+ *   which the caller's libdbus turns into LimitsExceeded), for
+ *   reply_timeout milliseconds (-1, never: 0 for the kernel).  The calls
+ *   the daemon forwards register in the kernel by their SENDER; the
+ *   daemon's own limit applies to them, not the kernel's.  Since the bus
+ *   has NFDBUS_BUS_POLICY too, an unrequested reply is then refused or
+ *   let through by the policies (send_requested_reply and
+ *   receive_requested_reply, policy/bus-afbus-policy.c), as dbus-daemon
+ *   decides.  A kernel without reply tracking refuses the flag (EINVAL):
+ *   the daemon then logs it once and manages its buses without it, the
+ *   kernel taking every reply as requested.
  *
  * The kernel forgets a client's rules when it leaves the bus, and all
  * of a bus's when its master closes it.
@@ -87,6 +103,11 @@
 static struct nfdbus *nfdbus = NULL;
 /* struct nfdbus_bus *: the buses whose multicasts nfdbus filters. */
 static DBusList *managed_buses = NULL;
+/* Whether the kernel tracks replies on our buses (NFDBUS_BUS_REPLIES):
+ * unknown until the first bus is managed, FALSE once the kernel refused
+ * the flag (and then never asked again). */
+static dbus_bool_t kernel_replies = TRUE;
+static dbus_bool_t kernel_replies_known = FALSE;
 
 /* Sets @error from the errno of an nfdbus request (and the kernel's
  * words for it); returns FALSE.  Also for policy/bus-afbus-policy.c. */
@@ -181,6 +202,77 @@ bus_is_managed (const struct nfdbus_bus *bus)
 }
 
 dbus_bool_t
+bus_afbus_kernel_tracks_replies (void)
+{
+  return kernel_replies;
+}
+
+/* The daemon's limits as the kernel takes them. */
+static dbus_uint32_t
+kernel_max_replies (BusContext *context)
+{
+  int max = bus_context_get_max_replies_per_connection (context);
+
+  /* dbus-daemon with 0 refuses every call that wants a reply; the
+   * kernel's smallest limit is 1 */
+  if (max < 1)
+    return 1;
+  if ((unsigned int) max > NFDBUS_MAX_REPLIES_MAX)
+    return NFDBUS_MAX_REPLIES_MAX;
+  return max;
+}
+
+static dbus_uint32_t
+kernel_reply_timeout (BusContext *context)
+{
+  int timeout = bus_context_get_reply_timeout (context);
+
+  /* dbus-daemon: negative is never (the kernel's 0); 0 expires a
+   * pending reply at once, the kernel's shortest is 1 ms */
+  if (timeout < 0)
+    return 0;
+  if (timeout == 0)
+    return 1;
+  return timeout;
+}
+
+/* NFDBUS_CMD_SET_BUS for a bus the daemon takes charge of: the sender
+ * check, the policies and reply tracking; without reply tracking if the
+ * kernel has none.  A negative errno on failure. */
+static int
+set_bus (DBusConnection          *connection,
+         const struct nfdbus_bus *bus)
+{
+  const dbus_uint32_t flags = NFDBUS_BUS_CHECK_SENDER | NFDBUS_BUS_POLICY;
+  BusContext *context = bus_connection_get_context (connection);
+  int err;
+
+  if (kernel_replies)
+    {
+      err = nfdbus_set_bus (nfdbus, bus, flags | NFDBUS_BUS_REPLIES,
+                            kernel_max_replies (context),
+                            kernel_reply_timeout (context));
+      if (err != -EINVAL || kernel_replies_known)
+        {
+          kernel_replies_known = kernel_replies_known || err == 0;
+          return err;
+        }
+      /* an nfdbus older than reply tracking refuses the flag */
+      kernel_replies = FALSE;
+      kernel_replies_known = TRUE;
+      bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
+                       "The kernel does not track replies on AF_BUS buses"
+                       " (nfdbus: %s%s%s): AF_BUS clients can send each"
+                       " other replies nobody asked for",
+                       _dbus_strerror (-err),
+                       nfdbus_error (nfdbus)[0] != '\0' ? ": " : "",
+                       nfdbus_error (nfdbus));
+    }
+
+  return nfdbus_set_bus_flags (nfdbus, bus, flags);
+}
+
+dbus_bool_t
 bus_afbus_match_manage (DBusConnection *connection,
                         DBusError      *error)
 {
@@ -202,8 +294,7 @@ bus_afbus_match_manage (DBusConnection *connection,
   if (bus_afbus_nfdbus (error) == NULL)
     goto failed;
 
-  err = nfdbus_set_bus_flags (nfdbus, &bus,
-                              NFDBUS_BUS_CHECK_SENDER | NFDBUS_BUS_POLICY);
+  err = set_bus (connection, &bus);
   if (err < 0)
     {
       bus_afbus_nfdbus_error (error, -err,

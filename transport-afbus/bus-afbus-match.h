@@ -41,6 +41,10 @@ dbus_bool_t    bus_afbus_nfdbus_error   (DBusError         *error,
 dbus_bool_t    bus_afbus_connection_bus (DBusConnection    *connection,
                                          struct nfdbus_bus *bus,
                                          dbus_uint64_t     *peer);
+/* Whether the kernel tracks replies on the daemon's buses
+ * (NFDBUS_BUS_REPLIES): TRUE until a kernel without it refused the flag,
+ * which happens when the first client joins, before its policy is made. */
+dbus_bool_t    bus_afbus_kernel_tracks_replies (void);
 #endif
 dbus_bool_t bus_afbus_add_match    (DBusConnection *connection,
                                     BusMatchRule   *rule,
