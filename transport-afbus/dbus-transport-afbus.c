@@ -515,9 +515,13 @@ set_own_sender (DBusTransportAfbus *afbus_transport,
 /*
  * A message the kernel refused for good (its recipient is gone or shut
  * down reading, it is too big, it carries fds the bus cannot pass, a
- * netfilter hook such as nfdbus refused it: EPERM).  It
- * is dropped from the queue and, when its sender waits for a reply,
- * answered with an error as the daemon would.  FALSE on OOM.
+ * netfilter hook such as nfdbus refused it: EPERM; nfdbus' reply
+ * tracking refused a call because we already await as many replies as
+ * the daemon's max_replies_per_connection: EDQUOT).  It is dropped
+ * from the queue and, when its sender waits for a reply, answered with
+ * an error as the daemon would.  A reply refused (EPERM: nobody awaits
+ * it, or the policy denies it) is just dropped, as dbus-daemon drops
+ * one it does not deliver.  FALSE on OOM.
  */
 static dbus_bool_t
 message_undeliverable (DBusTransport *transport,
@@ -538,6 +542,14 @@ message_undeliverable (DBusTransport *transport,
     {
       switch (saved_errno)
         {
+        case EDQUOT:
+          /* dbus-daemon's words (bus_connections_expect_reply) */
+          reply = dbus_message_new_error (message, DBUS_ERROR_LIMITS_EXCEEDED,
+                                          "The maximum number of pending replies per connection has been reached");
+          if (reply == NULL)
+            goto oom;
+          error_name = NULL;
+          break;
         case EMSGSIZE:
         case ENOBUFS:
           error_name = DBUS_ERROR_LIMITS_EXCEEDED;
@@ -553,10 +565,11 @@ message_undeliverable (DBusTransport *transport,
           break;
         }
 
-      reply = dbus_message_new_error_printf (message, error_name,
-                                             "Could not send the message to %s over AF_BUS: %s",
-                                             dbus_message_get_destination (message),
-                                             _dbus_strerror (saved_errno));
+      if (error_name != NULL)
+        reply = dbus_message_new_error_printf (message, error_name,
+                                               "Could not send the message to %s over AF_BUS: %s",
+                                               dbus_message_get_destination (message),
+                                               _dbus_strerror (saved_errno));
       if (reply == NULL ||
           !dbus_message_set_sender (reply, DBUS_SERVICE_DBUS))
         goto oom;
@@ -1017,7 +1030,7 @@ do_writing (DBusTransport *transport)
       else if (saved_errno == ECONNREFUSED || saved_errno == EHOSTUNREACH ||
                saved_errno == EMSGSIZE || saved_errno == EINVAL ||
                saved_errno == ETOOMANYREFS || saved_errno == ENOBUFS ||
-               saved_errno == EPERM)
+               saved_errno == EPERM || saved_errno == EDQUOT)
         {
           /* ENOBUFS: the kernel could not allocate the message;
            * retrying in a loop cannot help. */
