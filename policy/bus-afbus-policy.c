@@ -45,9 +45,25 @@
  *   queued ones.  A rule on another transport's unique name or on the
  *   bus itself (org.freedesktop.DBus) never applies to messages between
  *   AF_BUS clients, and is left out.
- * - The kernel takes every reply as requested (it does not track calls):
- *   a deny rule with send_requested_reply or receive_requested_reply
- *   "false" gets NFDBUS_POLICY_F_NOT_REPLIES.  Receive rules that deny
+ * - Requested replies: the kernel tracks the calls between AF_BUS
+ *   clients and those the daemon forwards to them (NFDBUS_BUS_REPLIES,
+ *   bus-afbus-match.c), and knows whether a method return or error was
+ *   requested, as dbus-daemon does (bus_connections_check_reply).  Rules
+ *   keep dbus-daemon's meaning of send_requested_reply and
+ *   receive_requested_reply (bus_client_policy_check_can_send and
+ *   _can_receive in policy.c): a deny rule with "false" (the default of
+ *   deny rules) does not apply to requested replies
+ *   (NFDBUS_POLICY_F_NOT_REPLIES); an allow rule with "true" (the
+ *   default of allow rules) and without eavesdrop="true" applies to a
+ *   reply only if it was requested (NFDBUS_POLICY_F_REQUESTED_ONLY).  So
+ *   with the system bus' <allow send_requested_reply="true"
+ *   send_type="method_return"/> a reply nobody awaits is denied, and
+ *   with the session bus' <allow send_destination="*" eavesdrop="true"/>
+ *   it is let through, and the receiving library drops it, as from
+ *   dbus-daemon.  On a kernel without reply tracking every reply counts
+ *   as requested there, and the allow rules go without
+ *   NFDBUS_POLICY_F_REQUESTED_ONLY, which such a kernel does not know.
+ * - Receive rules that deny
  *   only eavesdropping are left out: the kernel's only eavesdropper is
  *   the daemon's tap, which gets every message; the daemon applies them
  *   when it passes the tap's messages on to eavesdropping match rules
@@ -59,7 +75,7 @@
  *
  * A denied method call fails with EPERM in the caller's kernel send,
  * which its libdbus turns into an AccessDenied error; a denied signal is
- * just not delivered.
+ * just not delivered, and a denied reply dropped by its sender's libdbus.
  */
 
 #include <errno.h>
@@ -176,7 +192,7 @@ translate_rule (BusPolicyRule             *rule,
                 dbus_bool_t               *use)
 {
   const char *name = NULL;
-  dbus_bool_t exact = TRUE, requested_reply;
+  dbus_bool_t exact = TRUE, requested_reply, eavesdrop;
   unsigned int min_fds, max_fds;
 
   memset (out, 0, sizeof (*out));
@@ -196,6 +212,7 @@ translate_rule (BusPolicyRule             *rule,
       else if (rule->d.send.broadcast == BUS_POLICY_TRISTATE_FALSE)
         out->flags |= NFDBUS_POLICY_F_NOT_BROADCAST;
       requested_reply = rule->d.send.requested_reply;
+      eavesdrop = rule->d.send.eavesdrop;
       min_fds = rule->d.send.min_fds;
       max_fds = rule->d.send.max_fds;
       name = rule->d.send.destination;
@@ -220,6 +237,7 @@ translate_rule (BusPolicyRule             *rule,
       out->member = rule->d.receive.member;
       out->error = rule->d.receive.error;
       requested_reply = rule->d.receive.requested_reply;
+      eavesdrop = rule->d.receive.eavesdrop;
       min_fds = rule->d.receive.min_fds;
       max_fds = rule->d.receive.max_fds;
       name = rule->d.receive.origin;
@@ -230,9 +248,14 @@ translate_rule (BusPolicyRule             *rule,
       return TRUE;
     }
 
-  /* every reply is a requested one for the kernel */
+  /* requested_reply as policy.c reads it: a deny rule with "false"
+   * skips requested replies, an allow rule with "true" (and without
+   * eavesdrop="true") skips unrequested ones */
   if (!rule->allow && !requested_reply)
     out->flags |= NFDBUS_POLICY_F_NOT_REPLIES;
+  if (rule->allow && requested_reply && !eavesdrop &&
+      bus_afbus_kernel_tracks_replies ())
+    out->flags |= NFDBUS_POLICY_F_REQUESTED_ONLY;
   if (min_fds > 0 || max_fds < DBUS_MAXIMUM_MESSAGE_UNIX_FDS)
     exact = FALSE;
 
