@@ -149,8 +149,8 @@ int nfdbus_get_peer_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
  * Parse the text form of a policy rule, comma-separated words: "allow" or
  * "deny", "send" or "receive", then any of type=TYPE (method_call,
  * method_return, error, signal), path=, interface=, member=, error=,
- * addr=ADDRESS, broadcast, not-broadcast, not-replies, requested-only. The strings point
- * into text, which is changed. Returns 0 or -EINVAL.
+ * addr=ADDRESS, broadcast, not-broadcast, not-replies, requested-only.
+ * The strings point into text, which is changed. Returns 0 or -EINVAL.
  */
 int nfdbus_policy_rule_parse(struct nfdbus_policy_rule *rule, char *text);
 
