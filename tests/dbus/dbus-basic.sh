@@ -92,8 +92,9 @@ afbus-echo-service com.example.Victim >/tmp/victim.out 2>&1 &
 victim_pid=$!
 check "the victim service gets its name" wait_for_name com.example.Victim
 victim=$(sed -n 's/^ready //p' /tmp/victim.out)
-expect_eq "the daemon has the kernel check senders (and apply the policy) on its bus" \
-	"check-sender policy" "$(nfdbus-ctl bus "$path" 2>&1)"
+expect_eq "the daemon has the kernel check senders (and apply the policy, and track replies with session.conf's limits) on its bus" \
+	"check-sender policy replies max-replies=50000 reply-timeout=0" \
+	"$(nfdbus-ctl bus "$path" 2>&1)"
 forged0=$(nfdbus-ctl stats | sed -n 's/^forged //p')
 out=$(afbus-forge "$victim" Quit org.freedesktop.DBus 2>&1)
 expect_match "a Quit posing as the daemon is refused by the kernel (EPERM)" \
