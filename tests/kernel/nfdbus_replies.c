@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Replies only to those who await them (Documentation/networking/
+ * nfdbus.rst, "Replies"): on a bus with NFDBUS_BUS_REPLIES a method
+ * return or an error from a client reaches a client only as the answer
+ * to a call it sent the former (or that the master forwarded for it),
+ * once. A hostile client's forged replies (wrong replier, replayed, to a
+ * call that wanted none, too late) fail with EPERM, reach nobody but
+ * eavesdroppers and are counted; a caller over its limit gets EDQUOT.
+ *
+ * Peers: 0 calls, 1 answers, 2 forges, 3 eavesdrops (in some tests).
+ */
+#include "nfdbus_test.h"
+
+#include <time.h>
+
+FIXTURE(replies) {
+	struct nfd_bus b;
+};
+
+FIXTURE_SETUP(replies)
+{
+	nfd_setup(_metadata, &self->b, 4);
+	ASSERT_OK(nfdbus_set_bus(self->b.h, &self->b.nb, NFDBUS_BUS_REPLIES,
+				 0, 0));
+}
+
+FIXTURE_TEARDOWN(replies)
+{
+	nfd_teardown(&self->b);
+}
+
+/* A D-Bus message as peer from's library would marshal it. */
+static struct nfd_blob msg(struct __test_metadata *_metadata,
+			   struct nfd_bus *b, int from, int type,
+			   uint32_t serial, uint32_t reply_serial,
+			   bool no_reply)
+{
+	struct nfd_blob out = { 0 };
+	char sender[32];
+	DBusMessage *m;
+	char *data;
+	int len;
+
+	snprintf(sender, sizeof(sender), ":0.%llx",
+		 (unsigned long long)b->p[from].addr);
+	m = dbus_message_new(type);
+	ASSERT_NE(NULL, m);
+	ASSERT_TRUE(dbus_message_set_sender(m, sender));
+	if (type == DBUS_MESSAGE_TYPE_METHOD_CALL) {
+		ASSERT_TRUE(dbus_message_set_path(m, "/org/ex/Obj"));
+		ASSERT_TRUE(dbus_message_set_interface(m, "org.ex.Iface"));
+		ASSERT_TRUE(dbus_message_set_member(m, "Do"));
+		dbus_message_set_no_reply(m, no_reply);
+	} else {
+		if (type == DBUS_MESSAGE_TYPE_ERROR)
+			ASSERT_TRUE(dbus_message_set_error_name(m,
+							"org.ex.Error"));
+		ASSERT_TRUE(dbus_message_set_reply_serial(m, reply_serial));
+	}
+	dbus_message_set_serial(m, serial);
+	ASSERT_TRUE(dbus_message_marshal(m, &data, &len));
+	dbus_message_unref(m);
+	out.data = malloc(len);
+	ASSERT_NE(NULL, out.data);
+	memcpy(out.data, data, len);
+	out.len = len;
+	dbus_free(data);
+	return out;
+}
+
+/* Peer from sends m to peer to's address: 0 or the errno. */
+static int send_to(struct nfd_bus *b, int from, int to,
+		   const struct nfd_blob *m)
+{
+	return bus_errno_of(bus_sendto(b->p[from].cfd, &b->bus, b->p[to].addr,
+				       m->data, m->len, 0));
+}
+
+/* Peer from sends a message of type to peer to; expect err, and who
+ * got it (a mask of peers, as nfd_receivers()).
+ */
+#define SEND(b, from, to, type, serial, rserial, no_reply, err, who) do { \
+	struct nfd_blob __m = msg(_metadata, (b), (from), (type), (serial), \
+				  (rserial), (no_reply));		\
+	ASSERT_EQ((err), send_to((b), (from), (to), &__m))		\
+		TH_LOG("%d -> %d type %d serial %u reply to %u", (from), \
+		       (to), (type), (serial), (rserial));		\
+	ASSERT_EQ((unsigned int)(who),					\
+		  nfd_receivers(_metadata, (b), __m.data, __m.len));	\
+	free(__m.data);							\
+} while (0)
+
+#define CALL	DBUS_MESSAGE_TYPE_METHOD_CALL
+#define RETURN	DBUS_MESSAGE_TYPE_METHOD_RETURN
+#define ERROR	DBUS_MESSAGE_TYPE_ERROR
+
+TEST_F(replies, answered_once)
+{
+	struct nfd_bus *b = &self->b;
+
+	SEND(b, 0, 1, CALL, 5, 0, false, 0, 0x2);
+	SEND(b, 1, 0, RETURN, 40, 5, false, 0, 0x1);
+	/* the same reply again: replayed */
+	SEND(b, 1, 0, RETURN, 41, 5, false, EPERM, 0);
+	/* an error answers as well as a return */
+	SEND(b, 0, 1, CALL, 6, 0, false, 0, 0x2);
+	SEND(b, 1, 0, ERROR, 42, 6, false, 0, 0x1);
+	SEND(b, 1, 0, ERROR, 43, 6, false, EPERM, 0);
+	ASSERT_EQ(2, nfd_stats(_metadata, b).unrequested);
+}
+
+TEST_F(replies, forged)
+{
+	struct nfd_bus *b = &self->b;
+
+	SEND(b, 0, 1, CALL, 5, 0, false, 0, 0x2);
+	/* right serial, wrong replier; a serial never used */
+	SEND(b, 2, 0, RETURN, 1, 5, false, EPERM, 0);
+	SEND(b, 2, 0, ERROR, 2, 5, false, EPERM, 0);
+	SEND(b, 1, 0, RETURN, 44, 6, false, EPERM, 0);
+	/* to a call that expected no reply */
+	SEND(b, 0, 1, CALL, 7, 0, true, 0, 0x2);
+	SEND(b, 1, 0, RETURN, 45, 7, false, EPERM, 0);
+	/* the forgeries took nothing away: the real answer goes through */
+	SEND(b, 1, 0, RETURN, 46, 5, false, 0, 0x1);
+	/* the caller answering its own call to another */
+	SEND(b, 0, 1, CALL, 8, 0, false, 0, 0x2);
+	SEND(b, 0, 0, RETURN, 9, 8, false, EPERM, 0);
+	ASSERT_EQ(5, nfd_stats(_metadata, b).unrequested);
+}
+
+/* dbus-daemon's monitors see the replies it refuses: so do eavesdroppers */
+TEST_F(replies, eavesdropper_sees_refused)
+{
+	struct nfd_bus *b = &self->b;
+
+	ASSERT_OK(setsockopt(b->p[3].afd, SOL_BUS, BUS_SET_EAVESDROP, NULL, 0));
+	SEND(b, 0, 1, CALL, 5, 0, false, 0, 0xa);
+	SEND(b, 2, 0, RETURN, 1, 5, false, EPERM, 0x8);
+	SEND(b, 1, 0, RETURN, 2, 5, false, 0, 0x9);
+}
+
+TEST_F(replies, limit)
+{
+	struct nfd_bus *b = &self->b;
+	uint32_t flags, max, timeout;
+	uint32_t s;
+
+	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb, NFDBUS_BUS_REPLIES, 4, 0));
+	ASSERT_OK(nfdbus_get_bus(b->h, &b->nb, &flags, &max, &timeout));
+	ASSERT_EQ(NFDBUS_BUS_REPLIES, flags);
+	ASSERT_EQ(4, max);
+	ASSERT_EQ(0, timeout);
+	for (s = 1; s <= 4; s++)
+		SEND(b, 0, s % 2 ? 1 : 2, CALL, s, 0, false, 0, s % 2 ? 2 : 4);
+	/* a fifth, to anybody, is refused; a call wanting no reply is not */
+	SEND(b, 0, 1, CALL, 5, 0, false, EDQUOT, 0);
+	SEND(b, 0, 3, CALL, 6, 0, false, EDQUOT, 0);
+	SEND(b, 0, 1, CALL, 7, 0, true, 0, 0x2);
+	/* another caller has its own four */
+	SEND(b, 3, 1, CALL, 1, 0, false, 0, 0x2);
+	ASSERT_EQ(2, nfd_stats(_metadata, b).replies_exceeded);
+	/* an answer makes room for one more */
+	SEND(b, 2, 0, RETURN, 9, 2, false, 0, 0x1);
+	SEND(b, 0, 1, CALL, 8, 0, false, 0, 0x2);
+	SEND(b, 0, 1, CALL, 10, 0, false, EDQUOT, 0);
+	/* and so does the callee leaving: peer 1 awaited 3 of them */
+	bus_peer_close(&b->p[1]);
+	SEND(b, 0, 2, CALL, 11, 0, false, 0, 0x4);
+	SEND(b, 0, 2, CALL, 12, 0, false, 0, 0x4);
+	SEND(b, 0, 2, CALL, 13, 0, false, 0, 0x4);
+	SEND(b, 0, 2, CALL, 14, 0, false, EDQUOT, 0);
+	/* limits out of range */
+	ASSERT_EQ(-ERANGE, nfdbus_set_bus(b->h, &b->nb, NFDBUS_BUS_REPLIES,
+					  NFDBUS_MAX_REPLIES_MAX + 1, 0));
+}
+
+/* The caller leaving: its awaited replies go, the callee cannot reach a
+ * new client that was given the same address... which never happens,
+ * addresses are not reused; so check the callee's side is clean: its
+ * answers to the gone caller are refused like any reply nobody awaits.
+ */
+TEST_F(replies, caller_leaves)
+{
+	struct nfd_bus *b = &self->b;
+	struct nfd_blob m;
+
+	SEND(b, 2, 1, CALL, 5, 0, false, 0, 0x2);
+	bus_peer_close(&b->p[2]);
+	/* the gone caller's address goes to the master now */
+	m = msg(_metadata, b, 1, RETURN, 50, 5, false);
+	ASSERT_EQ(0, send_to(b, 1, 2, &m));
+	ASSERT_EQ(0, nfd_receivers(_metadata, b, m.data, m.len));
+	free(m.data);
+	ASSERT_EQ(0, nfd_stats(_metadata, b).unrequested);
+}
+
+/* A call the master forwards, with the caller's name in SENDER, is
+ * answered directly; a reply the master relays ends the wait.
+ */
+TEST_F(replies, through_the_master)
+{
+	struct nfd_bus *b = &self->b;
+	struct nfd_blob m;
+	char buf[512];
+
+	/* the master forwards peer 0's call 9 to peer 1 */
+	m = msg(_metadata, b, 0, CALL, 9, 0, false);
+	ASSERT_EQ((ssize_t)m.len, send(b->p[1].afd, m.data, m.len, 0));
+	ASSERT_EQ((ssize_t)m.len, recv(b->p[1].cfd, buf, sizeof(buf),
+				       MSG_DONTWAIT));
+	free(m.data);
+	SEND(b, 1, 0, RETURN, 60, 9, false, 0, 0x1);
+	SEND(b, 1, 0, RETURN, 61, 9, false, EPERM, 0);
+
+	/* a forwarded call wanting no reply awaits none */
+	m = msg(_metadata, b, 0, CALL, 10, 0, true);
+	ASSERT_EQ((ssize_t)m.len, send(b->p[1].afd, m.data, m.len, 0));
+	ASSERT_EQ((ssize_t)m.len, recv(b->p[1].cfd, buf, sizeof(buf),
+				       MSG_DONTWAIT));
+	free(m.data);
+	SEND(b, 1, 0, RETURN, 62, 10, false, EPERM, 0);
+
+	/* peer 0 calls peer 1; the master relays peer 1's answer */
+	SEND(b, 0, 1, CALL, 11, 0, false, 0, 0x2);
+	m = msg(_metadata, b, 1, RETURN, 63, 11, false);
+	ASSERT_EQ((ssize_t)m.len, send(b->p[0].afd, m.data, m.len, 0));
+	ASSERT_EQ((ssize_t)m.len, recv(b->p[0].cfd, buf, sizeof(buf),
+				       MSG_DONTWAIT));
+	free(m.data);
+	SEND(b, 1, 0, RETURN, 64, 11, false, EPERM, 0);
+
+	/* the master's own replies (as the bus) are never refused */
+	m = msg(_metadata, b, 2, RETURN, 65, 77, false);
+	ASSERT_EQ((ssize_t)m.len, send(b->p[0].afd, m.data, m.len, 0));
+	ASSERT_EQ((ssize_t)m.len, recv(b->p[0].cfd, buf, sizeof(buf),
+				       MSG_DONTWAIT));
+	free(m.data);
+	ASSERT_EQ(3, nfd_stats(_metadata, b).unrequested);
+}
+
+TEST_F(replies, timeout)
+{
+	struct nfd_bus *b = &self->b;
+	struct timespec ts = { 0, 300 * 1000 * 1000 };
+
+	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb, NFDBUS_BUS_REPLIES, 1, 200));
+	SEND(b, 0, 1, CALL, 5, 0, false, 0, 0x2);
+	SEND(b, 0, 1, CALL, 6, 0, false, EDQUOT, 0);
+	nanosleep(&ts, NULL);
+	SEND(b, 1, 0, RETURN, 70, 5, false, EPERM, 0);
+	/* the expired wait took no room */
+	SEND(b, 0, 1, CALL, 7, 0, false, 0, 0x2);
+	SEND(b, 1, 0, RETURN, 71, 7, false, 0, 0x1);
+}
+
+/* Without the flag, replies are not looked at. */
+TEST_F(replies, off)
+{
+	struct nfd_bus *b = &self->b;
+
+	SEND(b, 0, 1, CALL, 5, 0, false, 0, 0x2);
+	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb, 0, 0, 0));
+	SEND(b, 2, 0, RETURN, 1, 5, false, 0, 0x1);
+	SEND(b, 2, 0, RETURN, 2, 99, false, 0, 0x1);
+	ASSERT_EQ(0, nfd_stats(_metadata, b).unrequested);
+}
+
+/* A reply that passes carries its files. */
+TEST_F(replies, reply_with_fd)
+{
+	struct nfd_bus *b = &self->b;
+	struct nfd_blob m;
+	char buf[512], cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov;
+	struct msghdr mh = { 0 };
+	struct cmsghdr *cm;
+	struct bus_name to;
+	int fd;
+
+	SEND(b, 0, 1, CALL, 5, 0, false, 0, 0x2);
+	m = msg(_metadata, b, 1, RETURN, 80, 5, false);
+	to = bus_dest(&b->bus, b->p[0].addr);
+	iov.iov_base = m.data;
+	iov.iov_len = m.len;
+	mh.msg_name = &to.sa;
+	mh.msg_namelen = to.len;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf;
+	mh.msg_controllen = sizeof(cbuf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	fd = STDERR_FILENO;
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	ASSERT_EQ((ssize_t)m.len, sendmsg(b->p[1].cfd, &mh, 0));
+	/* a second time: refused, and its file goes nowhere */
+	ASSERT_ERRNO(EPERM, sendmsg(b->p[1].cfd, &mh, 0));
+
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = buf;
+	iov.iov_len = sizeof(buf);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf;
+	mh.msg_controllen = sizeof(cbuf);
+	ASSERT_EQ((ssize_t)m.len, recvmsg(b->p[0].cfd, &mh, MSG_DONTWAIT));
+	cm = CMSG_FIRSTHDR(&mh);
+	ASSERT_NE(NULL, cm);
+	ASSERT_EQ(SCM_RIGHTS, cm->cmsg_type);
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_ERRNO(EAGAIN, recv(b->p[0].cfd, buf, sizeof(buf),
+				  MSG_DONTWAIT));
+	free(m.data);
+}
+
+/*
+ * With NFDBUS_BUS_POLICY too, the policies decide on replies nobody
+ * awaits, with dbus-daemon's send_requested_reply: an allow rule by
+ * default allows requested replies only (NFDBUS_POLICY_F_REQUESTED_ONLY);
+ * one without that flag (send_requested_reply='false') allows any.
+ */
+static void allow_all(struct __test_metadata *_metadata, struct nfd_bus *b,
+		      uint32_t send_flags)
+{
+	struct nfdbus_policy_rule r[2];
+	int i;
+
+	memset(r, 0, sizeof(r));
+	r[0].direction = NFDBUS_POLICY_SEND;
+	r[0].allow = 1;
+	r[0].flags = send_flags;
+	r[1].direction = NFDBUS_POLICY_RECEIVE;
+	r[1].allow = 1;
+	ASSERT_OK(nfdbus_set_policy(b->h, &b->nb, 1, r, 2));
+	for (i = 0; i < b->n; i++)
+		ASSERT_OK(nfdbus_set_peer_policy(b->h, &b->nb, b->p[i].addr, 1));
+}
+
+TEST_F(replies, policy_decides_unrequested)
+{
+	struct nfd_bus *b = &self->b;
+
+	allow_all(_metadata, b, NFDBUS_POLICY_F_REQUESTED_ONLY);
+	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb,
+				 NFDBUS_BUS_REPLIES | NFDBUS_BUS_POLICY, 0, 0));
+	SEND(b, 0, 1, CALL, 5, 0, false, 0, 0x2);
+	SEND(b, 2, 0, RETURN, 1, 5, false, EPERM, 0);
+	SEND(b, 1, 0, RETURN, 2, 5, false, 0, 0x1);
+	ASSERT_EQ(1, nfd_stats(_metadata, b).unrequested);
+
+	/* send_requested_reply='false': any reply is allowed, and a
+	 * requested one still ends its wait
+	 */
+	allow_all(_metadata, b, 0);
+	SEND(b, 2, 0, RETURN, 3, 99, false, 0, 0x1);
+	SEND(b, 0, 1, CALL, 6, 0, false, 0, 0x2);
+	SEND(b, 1, 0, RETURN, 4, 6, false, 0, 0x1);
+	ASSERT_EQ(1, nfd_stats(_metadata, b).unrequested);
+}
+
+TEST_HARNESS_MAIN
