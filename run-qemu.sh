@@ -26,10 +26,17 @@
 #                           (tests/rootfs/), --debug --check does not
 #                           unless AFBUS_ROOTFS=1
 #   ./run-qemu.sh --bench   the benchmarks (`make bench`; README.md,
-#                           "Benchmarks"): one guest runs them all, then
+#                           "Benchmarks") on the benchmark kernel
+#                           (kernel-patches/bench.config): one guest runs
+#                           them all in each mode, deterministic (QEMU's
+#                           instruction counter: guest time counts
+#                           instructions) and wall-clock, then
 #                           build-aux/bench-report.py writes
 #                           build/bench/results.json and the plots and
-#                           prints the table
+#                           prints the tables
+#   ./run-qemu.sh --profile perf profiles (`make profile`) of the afbus round
+#                           trip and signal fan-out, in the deterministic
+#                           mode, into build/bench/profile/
 #
 # Environment:
 #   AFBUS_CPUS=2            CPUs given to the guest (it checks it sees them)
@@ -52,6 +59,15 @@
 #   AFBUS_BENCH_RULES=1,16,64,256, AFBUS_BENCH_ONLY=rtt,raw,signals,peers,rules
 #                           --bench: iterations and what runs (see
 #                           tests/bench/run-bench)
+#   AFBUS_BENCH_MODES=icount,wall
+#                           --bench: the deterministic mode (icount), the
+#                           wall-clock one (wall), or both, in that order
+#   AFBUS_BENCH_ICOUNT_CPUS=1, AFBUS_BENCH_ICOUNT_RUNS=1
+#                           CPUs and rounds of the deterministic mode (the
+#                           wall-clock mode takes AFBUS_CPUS and
+#                           AFBUS_BENCH_RUNS)
+#   AFBUS_PROFILE=rtt,rtt4k,signals4,signals64
+#                           --profile: what is profiled
 set -eu
 . "$(dirname "$0")/build-aux/common.sh"
 
@@ -69,6 +85,10 @@ CHECKPATCH_LOG=$AFBUS_BUILD/checkpatch.log
 # The Debian root file system (build-aux/rootfs-image.sh), when attached.
 ROOTFS_IMG=$AFBUS_BUILD/rootfs.img
 ROOTFS=
+# QEMU's -icount option in the benchmarks' deterministic mode.
+ICOUNT=
+# A raw disk the guest writes its results to (--profile), as a tar archive.
+OUT_DISK=
 
 # Kernel messages that mean something went wrong in the guest.  Matched
 # against the guest's dmesg only (not against test output).
@@ -100,9 +120,14 @@ run_qemu() {
 	local mode=$1 accel=(-accel tcg -cpu qemu64,+rdrand) disk=() append=
 	shift
 	[ "${AFBUS_KVM:-0}" = 1 ] && accel=(-accel kvm -cpu host)
+	# the deterministic mode of the benchmarks: guest time is the
+	# instruction count (1 ns each), never the host's clock, and an
+	# idle guest jumps to its next timer
+	[ -n "$ICOUNT" ] && accel=(-accel tcg -icount "$ICOUNT" -cpu qemu64,+rdrand)
+	[ -n "$OUT_DISK" ] && disk+=(-drive "file=$OUT_DISK,format=raw,if=virtio")
 	# snapshot=on: the guest's writes go to a temporary file, never the image
 	if [ -n "$ROOTFS" ]; then
-		disk=(-drive "file=$ROOTFS_IMG,format=raw,if=virtio,snapshot=on")
+		disk+=(-drive "file=$ROOTFS_IMG,format=raw,if=virtio,snapshot=on")
 		append=afbus.rootfs=/dev/vda
 	fi
 	rm -f "$LOG"
@@ -209,36 +234,104 @@ use_debug_kernel() {
 	GUEST_APPEND="afbus.debug=1 kmemleak.verbose=1"
 }
 
-# --bench: the benchmark guest (tests/bench/run-bench) and its report.
+# --bench: the benchmark guests (tests/bench/run-bench) and their report.
 BENCH_DIR=$AFBUS_BUILD/bench
+# Under -icount with -smp 2, QEMU 7.2's round-robin TCG never gives the
+# second CPU time once it waits for the first one during boot, so the
+# deterministic mode has one CPU (README.md, "Benchmarks").
+ICOUNT_OPTS=shift=0,sleep=off
 
+# use_bench bench|profile
 use_bench() {
-	local v opt
-	INITRAMFS=$AFBUS_BUILD/initramfs-bench.cpio.gz
-	LOG=$BENCH_DIR/guest.log
+	KERNEL=$KERNEL_OBJ_BENCH/arch/x86/boot/bzImage
+	INITRAMFS=$AFBUS_BUILD/initramfs-$1.cpio.gz
 	TIMEOUT=${AFBUS_TIMEOUT:-3600}
 	mkdir -p "$BENCH_DIR"
-	for opt in runs calls warmup deliveries subs growth_calls peers rules only; do
-		v=$(echo "$opt" | tr a-z A-Z)
-		v=$(eval "echo \${AFBUS_BENCH_$v:-}")
-		[ -z "$v" ] || GUEST_APPEND="$GUEST_APPEND afbus.bench_$opt=$v"
-	done
 }
 
-run_bench() {
-	local rc=0 bad
+# bench_options RUNS: the afbus.bench_* parameters from AFBUS_BENCH_*.
+bench_options() {
+	local v opt out="afbus.bench_runs=$1"
+	for opt in calls warmup deliveries subs growth_calls peers rules only; do
+		v=$(echo "$opt" | tr a-z A-Z)
+		v=$(eval "echo \${AFBUS_BENCH_$v:-}")
+		[ -z "$v" ] || out="$out afbus.bench_$opt=$v"
+	done
+	echo "$out"
+}
+
+# bench_guest MODE: one benchmark boot, icount or wall, logged in
+# build/bench/guest-MODE.log; fails if the guest did or its kernel log
+# has errors.
+bench_guest() {
+	local mode=$1 rc=0 bad start runs
+	case $mode in
+	icount)
+		[ "${AFBUS_KVM:-0}" != 1 ] ||
+			die "the deterministic mode needs TCG (AFBUS_KVM=1 is set)"
+		CPUS=${AFBUS_BENCH_ICOUNT_CPUS:-1}
+		ICOUNT=$ICOUNT_OPTS
+		runs=${AFBUS_BENCH_ICOUNT_RUNS:-1}
+		;;
+	wall)
+		CPUS=${AFBUS_CPUS:-2}
+		ICOUNT=
+		runs=${AFBUS_BENCH_RUNS:-3}
+		;;
+	*) die "AFBUS_BENCH_MODES: unknown mode $mode (icount, wall)" ;;
+	esac
+	LOG=$BENCH_DIR/guest-$mode.log
+	GUEST_APPEND="afbus.bench_clock=$mode $(bench_options "$runs") $BENCH_EXTRA"
+	msg "benchmark guest, $mode mode: $CPUS CPU(s)${ICOUNT:+, -icount $ICOUNT} (log: $LOG)"
+	start=$(date +%s)
 	run_qemu bench timeout --foreground -k 10 "$TIMEOUT" </dev/null || rc=$?
+	# the host's side of the run, for bench-report.py
+	echo "afbus-bench-info: host mode=$mode icount=${ICOUNT:-none}" \
+		"accel=$([ "${AFBUS_KVM:-0}" = 1 ] && echo kvm || echo tcg)" \
+		"qemu_cpus=$CPUS wall_seconds=$(( $(date +%s) - start ))" >>"$LOG"
 	if [ "$rc" != 0 ]; then
-		echo "run-qemu.sh: the benchmark guest failed (status $rc; log: $LOG)" >&2
+		echo "run-qemu.sh: the $mode benchmark guest failed (status $rc; log: $LOG)" >&2
 		return 1
 	fi
 	bad=$(guest_dmesg | grep -E "$BAD_KMSG" || true)
 	if [ -n "$bad" ]; then
-		echo "run-qemu.sh: the guest kernel log has errors:" >&2
+		echo "run-qemu.sh: the guest kernel log has errors ($LOG):" >&2
 		echo "$bad" | head -n 40 | sed 's/^/  /' >&2
 		return 1
 	fi
-	python3 "$AFBUS_TOP/build-aux/bench-report.py" "$LOG" "$BENCH_DIR"
+}
+
+BENCH_EXTRA=
+
+run_bench() {
+	local mode logs=()
+	for mode in $(echo "${AFBUS_BENCH_MODES:-icount,wall}" | tr , ' '); do
+		bench_guest "$mode" || return 1
+		logs+=("$mode=$LOG")
+	done
+	python3 "$AFBUS_TOP/build-aux/bench-report.py" "$BENCH_DIR" "${logs[@]}"
+}
+
+# --profile: perf in the deterministic mode; the guest writes its reports
+# as a tar archive to a raw disk, unpacked into build/bench/profile/.
+PROFILE_DIR=$BENCH_DIR/profile
+
+run_profile() {
+	OUT_DISK=$BENCH_DIR/profile.disk
+	rm -f "$OUT_DISK"
+	truncate -s 512M "$OUT_DISK"
+	BENCH_EXTRA="afbus.bench_profile=${AFBUS_PROFILE:-rtt,rtt4k,signals4,signals64} afbus.bench_out=/dev/vda"
+	bench_guest icount || return 1
+	rm -rf "$PROFILE_DIR"
+	mkdir -p "$PROFILE_DIR"
+	tar -xf "$OUT_DISK" -C "$PROFILE_DIR" ||
+		die "no profile archive on $OUT_DISK (guest log: $LOG)"
+	rm -f "$OUT_DISK"
+	cp "$LOG" "$PROFILE_DIR/guest.log"
+	msg "profiles in $PROFILE_DIR:"
+	(cd "$PROFILE_DIR" && ls -l) >&2
+	[ -s "$PROFILE_DIR/summary.txt" ] && cat "$PROFILE_DIR/summary.txt"
+	! grep -q '^afbus-bench-fail: ' "$LOG"
 }
 
 main() {
@@ -248,23 +341,29 @@ main() {
 		--check) mode=check ;;
 		--rootfs) rootfs=1 ;;
 		--bench) mode=bench ;;
+		--profile) mode=profile ;;
 		--debug) debug=1 ;;
 		*) usage ;;
 		esac
 	done
 	[ $debug = 0 ] || use_debug_kernel
-	[ $mode != bench ] || use_bench
+	case $mode in bench|profile) use_bench $mode; rootfs=0 ;; esac
 	if [ $mode = check ] && [ $rootfs = 0 ]; then
 		rootfs=${AFBUS_ROOTFS:-$((1 - debug))}
 	fi
-	[ $mode != bench ] || rootfs=0
 
 	if [ "${AFBUS_SKIP_BUILD:-0}" != 1 ]; then
 		build >&2
 		[ $debug = 0 ] || "$AFBUS_TOP/build-aux/kernel-build.sh" --debug >&2
 	fi
-	# the benchmark initramfs (cached): also with AFBUS_SKIP_BUILD (make bench)
-	[ $mode != bench ] || "$AFBUS_TOP/build-aux/mk-initramfs.sh" --bench >&2
+	# the benchmark kernel and initramfs (cached): also with
+	# AFBUS_SKIP_BUILD (make bench); --check never builds them
+	case $mode in
+	bench|profile)
+		"$AFBUS_TOP/build-aux/kernel-build.sh" --bench >&2
+		"$AFBUS_TOP/build-aux/mk-initramfs.sh" --$mode >&2
+		;;
+	esac
 	# the Debian root file system (cached): also with AFBUS_SKIP_BUILD
 	if [ "$rootfs" = 1 ]; then
 		"$AFBUS_TOP/build-aux/rootfs-image.sh" >&2
@@ -279,6 +378,10 @@ main() {
 	fi
 	if [ "$mode" = bench ]; then
 		run_bench
+		return
+	fi
+	if [ "$mode" = profile ]; then
+		run_profile
 		return
 	fi
 	"$AFBUS_TOP/build-aux/checkpatch.sh" >"$CHECKPATCH_LOG" 2>&1 ||

@@ -9,12 +9,25 @@
 # binaries need besides libdbus (libsystemd, libexpat, ...) are the
 # host's, which are Debian's too; mk-initramfs.sh --bench copies them.
 #
+# With --perf, Debian's perf for `make profile` instead: linux-perf and
+# the shared-library packages it depends on, in build/bench-perf/root
+# (mk-initramfs.sh --profile takes perf's libraries from there first,
+# then from the host).
+#
 # Prints the root directory.
 set -eu
 . "$(dirname "$0")/common.sh"
 
 PACKAGES="dbus-daemon libdbus-1-3 dbus-broker"
 DIR=$AFBUS_BUILD/bench-debian
+if [ "${1:-}" = --perf ]; then
+	# linux-perf's direct dependencies that are libraries (not libc6,
+	# nor the perl and python3 its scripts use)
+	PACKAGES="linux-perf $(apt-cache depends linux-perf 2>/dev/null |
+		sed -n 's/^ *Depends: \(lib[^<> ]*\|zlib1g\)$/\1/p' |
+		grep -v '^libc6$' | sort -u | xargs)"
+	DIR=$AFBUS_BUILD/bench-perf
+fi
 
 versions() {
 	local p v

@@ -1,20 +1,27 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Turn the benchmark guest's log into results.json, plots and a table.
+"""Turn the benchmark guests' logs into results.json, plots and tables.
 
-Usage: bench-report.py GUEST-LOG OUT-DIR
+Usage: bench-report.py OUT-DIR MODE=GUEST-LOG...
+       bench-report.py GUEST-LOG OUT-DIR        (one log of unknown mode)
 
-The guest (tests/bench/run-bench) prints one line per measurement,
-"afbus-bench: bench=... bus=... run=N KEY=VALUE...", and
-"afbus-bench-info: ..." lines about itself.  This groups the runs of each
-figure, reports min, median and max over the runs, computes the ratios
+MODE is "icount" (the deterministic mode: QEMU's instruction counter is
+the guest's clock, so its figures repeat across boots; these are the ones
+to judge by) or "wall" (the host's clock: the second opinion, and the
+only one with two CPUs).  The guest (tests/bench/run-bench) prints one
+line per measurement, "afbus-bench: bench=... bus=... run=N KEY=VALUE...",
+and "afbus-bench-info: ..." lines about itself (run-qemu.sh adds one for
+the host's side).  For each mode this groups the runs of each figure,
+reports min, median and max over the runs, computes the ratios
 afbus/dbus-daemon (Debian's), afbus/dbus-daemon-fork, afbus/dbus-broker
 and afbus/peer-to-peer of the medians (AF_BUS/AF_UNIX for the raw
-sockets), writes OUT-DIR/results.json, draws OUT-DIR/*.svg with gnuplot
-and prints the table.  Failed measurements are listed (and kept in
-results.json); the exit status is 1 if one of AF_BUS's own (bus=afbus,
-or the raw sockets) failed.  A daemon that run-bench had to restart
-because it exited is listed too ("restarts").
+sockets), draws OUT-DIR/*-MODE.svg with gnuplot and prints a table; it
+writes every mode into OUT-DIR/results.json ("modes", and "judge_by"
+naming the deterministic one) and the tables into OUT-DIR/table.txt.
+Failed measurements are listed (and kept in results.json); the exit
+status is 1 if one of AF_BUS's own (bus=afbus, or the raw sockets)
+failed in any mode.  A daemon that run-bench had to restart because it
+exited is listed too ("restarts").
 """
 
 import datetime
@@ -48,6 +55,12 @@ LABEL = {
     "cpu_us_per_op": "CPU us per op",
     "client_cpu_us_per_op": "client CPU us", "service_cpu_us_per_op": "service CPU us",
     "daemon_cpu_us_per_op": "daemon CPU us",
+}
+MODES = {
+    "icount": "DETERMINISTIC (the figures to judge by): QEMU -icount shift=0,sleep=off,"
+              " guest time = instructions executed, 1 ns each; repeats across boots",
+    "wall": "WALL-CLOCK (second opinion): QEMU TCG on the host's clock;"
+            " varies with the host's load",
 }
 SHORT = {"dbus-daemon": "daemon", "dbus-daemon-fork": "fork-unix",
          "dbus-broker": "broker", "peer-to-peer": "p2p"}
@@ -112,7 +125,7 @@ def guest_info(info):
         f = parse_fields(line)
         if "cpus" in f and "clocksource" in f:
             guest.update(cpus=int(f["cpus"]), clocksource=f["clocksource"],
-                         kernel=f.get("kernel"))
+                         kernel=f.get("kernel"), clock=f.get("clock"))
         elif line.startswith("options "):
             guest["options"] = parse_fields(line[len("options "):])
         elif line.startswith("seconds="):
@@ -121,6 +134,8 @@ def guest_info(info):
             guest.setdefault("checks", []).append(line[len("check "):])
             if "=FAILED:" in line:
                 guest.setdefault("failed_checks", []).append(line[len("check "):])
+        elif line.startswith("host "):
+            guest["host_run"] = parse_fields(line[len("host "):])
         elif "bus" in f:
             guest.setdefault("buses", {})[f["bus"]] = {
                 k: v for k, v in f.items() if k != "bus"}
@@ -209,7 +224,7 @@ def ratio_of(rat, name, metric, **tags):
     return None
 
 
-def table(entries, rat, guest):
+def table(entries, rat, guest, mode):
     lines = []
     w0, w = 32, 14
     cols = BUSES
@@ -225,9 +240,14 @@ def table(entries, rat, guest):
         lines.append(row)
 
     o = guest.get("options", {})
+    lines.append("=== " + MODES.get(mode, "mode %s" % mode))
     lines.append("AF_BUS benchmarks: %s CPUs, clocksource %s, kernel %s; median of %s runs"
                  " ±half the min-max range" % (guest.get("cpus"), guest.get("clocksource"),
                                                 guest.get("kernel"), o.get("runs")))
+    hr = guest.get("host_run", {})
+    if hr:
+        lines.append("QEMU: %s, -icount %s, %s CPU(s); %s s of host time" % (
+            hr.get("accel"), hr.get("icount"), hr.get("qemu_cpus"), hr.get("wall_seconds")))
     for c in guest.get("failed_checks", []):
         lines.append("WARNING: guest check failed, figures are suspect: " + c)
     lines.append("Buses: afbus = fork's dbus-daemon on afbus:; fork-unix = the fork on unix:;"
@@ -307,8 +327,9 @@ def series(entries, bench, x, y, **tags):
     return sorted(pts)
 
 
-def plots(entries, out):
-    """SVG plots with gnuplot: throughput and latency against N."""
+def plots(entries, out, clock):
+    """SVG plots with gnuplot, NAME-CLOCK.svg: throughput and latency against N."""
+    what = {"icount": "deterministic (-icount)", "wall": "wall-clock"}.get(clock, clock)
     specs = []   # (file, title, xlabel, [(panel ylabel, [(title, points)])])
     sig = []
     for b in BUSES:
@@ -337,6 +358,8 @@ def plots(entries, out):
                       [("delivered messages/s", raw)]))
     made = []
     for fname, title, xlabel, panels in specs:
+        fname = fname.replace(".svg", "-%s.svg" % clock)
+        title = "%s, %s" % (title, what)
         script = ["set terminal svg size 900,%d dynamic font 'sans,11'" % (420 * len(panels)),
                   "set output '%s'" % os.path.join(out, fname),
                   "set logscale x 2", "set grid", "set key outside right",
@@ -363,29 +386,61 @@ def plots(entries, out):
     return made
 
 
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        return 2
-    log, out = sys.argv[1], sys.argv[2]
-    os.makedirs(out, exist_ok=True)
+def report_mode(mode, log, out):
+    """The figures of one guest log: its part of results.json, its table."""
     results, failures, info = read_log(log)
     if not results:
         print("bench-report: no results in %s" % log, file=sys.stderr)
-        return 1
+        return None, None
     entries = []
     for g in group(results).values():
         entries.append({"tags": g["tags"], "runs": len(g["runs"]),
                         "figures": summarize(g), "raw": g["runs"]})
     rat = ratios(entries)
     guest = guest_info(info)
-    made = plots(entries, out)
+    mode = mode or guest.get("clock") or "wall"
+    made = plots(entries, out, mode)
     doc = {
-        "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "host": host_info(),
+        "mode": mode,
+        "clock": MODES.get(mode, ""),
+        "log": log,
         "guest": guest,
         "cpus": guest.get("cpus"),
         "clocksource": guest.get("clocksource"),
+        "results": entries,
+        "ratios": rat,
+        "failures": failures,
+        "restarts": [x for x in info if x.startswith("restart ")],
+        "plots": made,
+    }
+    return doc, table(entries, rat, guest, mode)
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) == 2 and "=" not in args[1] and os.path.isfile(args[0]):
+        out, logs = args[1], [(None, args[0])]
+    elif len(args) >= 2 and all("=" in a for a in args[1:]):
+        out = args[0]
+        logs = [tuple(a.split("=", 1)) for a in args[1:]]
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    os.makedirs(out, exist_ok=True)
+    modes, texts = {}, []
+    for mode, log in logs:
+        doc, text = report_mode(mode, log, out)
+        if doc is None:
+            return 1
+        modes[doc["mode"]] = doc
+        texts.append(text)
+    judge = "icount" if "icount" in modes else next(iter(modes))
+    doc = {
+        "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": host_info(),
+        "judge_by": judge,
+        "modes_note": "icount: deterministic, the figures to judge by; "
+                      "wall: the host's clock, a second opinion",
         "buses": {
             "afbus": "the fork's dbus-daemon on afbus:, fork's libdbus",
             "dbus-daemon-fork": "the fork's dbus-daemon on unix:, fork's libdbus",
@@ -393,36 +448,37 @@ def main():
             "dbus-broker": "Debian's dbus-broker on unix:, Debian's libdbus",
             "peer-to-peer": "direct libdbus connection over a unix socket, fork's libdbus",
         },
-        "summary": "figures: min/median/max over the runs; ratios: of the medians",
-        "results": entries,
-        "ratios": rat,
-        "failures": failures,
-        "restarts": [x for x in info if x.startswith("restart ")],
-        "plots": made,
+        "summary": "per mode: figures min/median/max over the runs; ratios of the medians",
+        "modes": modes,
     }
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
-    text = table(entries, rat, guest)
+    text = "\n\n".join(texts)
     with open(os.path.join(out, "table.txt"), "w") as f:
         f.write(text + "\n")
     print(text)
     print()
+    made = [p for m in modes.values() for p in m["plots"]]
     print("wrote %s, table.txt and %s" % (os.path.join(out, "results.json"),
                                           ", ".join(made) or "no plots"))
-    for c in guest.get("failed_checks", []):
-        print("WARNING: guest check failed, figures are suspect: " + c)
-    for x in doc["restarts"]:
-        print("NOTE: " + x)
-    # The command fails for AF_BUS's own figures (and the raw sockets');
-    # a bus compared against that fails is listed and left out.
-    ours = [x for x in failures
-            if " bus=afbus " in " %s " % x or x.startswith("bench=raw")]
-    if failures:
-        print("%d measurement(s) failed%s:" % (
-            len(failures), "" if ours else " (none of AF_BUS's own)"))
-        for x in failures:
-            print("  " + x)
+    ours = []
+    for mode, m in modes.items():
+        for c in m["guest"].get("failed_checks", []):
+            print("WARNING (%s): guest check failed, figures are suspect: %s" % (mode, c))
+        for x in m["restarts"]:
+            print("NOTE (%s): %s" % (mode, x))
+        # The command fails for AF_BUS's own figures (and the raw
+        # sockets'); a bus compared against that fails is listed and
+        # left out.
+        mine = [x for x in m["failures"]
+                if " bus=afbus " in " %s " % x or x.startswith("bench=raw")]
+        ours += mine
+        if m["failures"]:
+            print("%s: %d measurement(s) failed%s:" % (
+                mode, len(m["failures"]), "" if mine else " (none of AF_BUS's own)"))
+            for x in m["failures"]:
+                print("  " + x)
     return 1 if ours else 0
 
 

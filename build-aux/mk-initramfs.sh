@@ -27,6 +27,10 @@
 # /opt/debian/lib/libdbus-1.so.3, /usr/bin/dbus-broker and
 # /usr/bin/dbus-broker-launch.
 #
+# With --profile it writes build/initramfs-profile.cpio.gz, for
+# `make profile`: the --bench one plus Debian's perf (/usr/bin/perf, from
+# build-aux/bench-debs.sh --perf) and its libraries.
+#
 # The archive is written with the kernel's usr/gen_init_cpio, so device
 # nodes and root ownership need no privileges.  It is rebuilt only when
 # the hash of its contents changes.
@@ -37,13 +41,16 @@ set -eu
 
 OUT=$AFBUS_BUILD/initramfs.cpio.gz
 WORK=$AFBUS_BUILD/initramfs
-BENCH=0
-if [ "${1:-}" = --bench ]; then
-	shift
+BENCH=0 PROFILE=0
+case ${1:-} in
+--bench|--profile)
 	BENCH=1
-	OUT=$AFBUS_BUILD/initramfs-bench.cpio.gz
-	WORK=$AFBUS_BUILD/initramfs-bench
-fi
+	[ "$1" = --profile ] && PROFILE=1
+	OUT=$AFBUS_BUILD/initramfs-${1#--}.cpio.gz
+	WORK=$AFBUS_BUILD/initramfs-${1#--}
+	shift
+	;;
+esac
 LIST=$WORK/list
 BUSYBOX=${BUSYBOX:-/bin/busybox}
 GUEST_CHECK=$AFBUS_BUILD/guest/guest-check
@@ -61,10 +68,13 @@ add_dir() {
 	echo "dir $d ${2:-0755} 0 0" >>"$LIST"
 }
 
+declare -A have_file
+
 # add_file DEST SOURCE [MODE]
 add_file() {
 	add_dir "$(dirname "$1")"
 	[ -r "$2" ] || die "missing $2"
+	have_file[$1]=1
 	echo "file $1 $2 ${3:-0755} 0 0" >>"$LIST"
 }
 
@@ -144,6 +154,25 @@ add_debian() {
 		    "$root/usr/bin/dbus-broker-launch")
 }
 
+# add_perf: Debian's perf, with its libraries from its own packages
+# (bench-debs.sh --perf) or else the host, at their usual paths.
+add_perf() {
+	local root lib libpath missing
+	root=$("$AFBUS_TOP/build-aux/bench-debs.sh" --perf)
+	add_file /usr/bin/perf "$root/usr/bin/perf"
+	libpath=$root/lib/x86_64-linux-gnu:$root/usr/lib/x86_64-linux-gnu
+	missing=$(LD_LIBRARY_PATH=$libpath ldd "$root/usr/bin/perf" |
+		  awk '/not found/ {print $1}' | xargs)
+	[ -z "$missing" ] || die "perf needs $missing, which neither its" \
+		"packages nor the host have (apt-get install them)"
+	for lib in $(LD_LIBRARY_PATH=$libpath ldd "$root/usr/bin/perf" |
+		     awk '/^\t/ { if ($1 ~ /^\//) print $1; else if ($3 ~ /^\//) print $3 }' |
+		     sort -u); do
+		[ -z "${have_file[${lib#"$root"}]:-}" ] || continue
+		add_file "${lib#"$root"}" "$(readlink -f "$lib")"
+	done
+}
+
 write_list() {
 	local applet t built=()
 
@@ -205,6 +234,7 @@ write_list() {
 	[ "$BENCH" = 0 ] || add_debian
 	add_libs "$GUEST_CHECK" ${built[@]+"${built[@]}"} ${dbus_bins[@]+"${dbus_bins[@]}"} \
 		$([ -x "$NFDBUS_CTL" ] && echo "$NFDBUS_CTL")
+	[ "$PROFILE" = 0 ] || add_perf
 }
 
 # Hash of the list and of every file it names.
