@@ -82,19 +82,15 @@ check "the daemon starts with the system policy" \
 	start_config_bus "$conf" /tmp/replies.afbus
 path=$(cat /tmp/replies.afbus)
 
-expect_eq "the daemon has the kernel track replies, with its limits (128, never)" \
-	"check-sender policy replies max-replies=128 reply-timeout=0" \
-	"$(nfdbus-ctl bus "$path" 2>&1)"
-
 svc_out=/tmp/rp-svc.out
 bg sh -c "afbus-reply serve com.example.Reply >$svc_out 2>&1"
 wait_ready $svc_out
 svc=$(sed -n 's/^ready //p' $svc_out)
 check "the service gets its name" test -n "$svc"
-
-# A monitor, to see the refused replies.
-bg sh -c 'dbus-monitor --session >/tmp/rp-mon.out 2>&1'
-wait_seen "$DBUS_SESSION_BUS_ADDRESS" /tmp/rp-mon.out
+# (the daemon takes charge of its bus when the first client joins)
+expect_eq "the daemon has the kernel track replies, with its limits (128, never)" \
+	"check-sender policy replies max-replies=128 reply-timeout=0" \
+	"$(nfdbus-ctl bus "$path" 2>&1)"
 
 # The legitimate cases.
 out=$(timeout 30 afbus-reply call "$svc" Echo 20000 direct 2>&1 | tail -n 1)
@@ -134,6 +130,16 @@ expect_match "... LimitsExceeded, as from dbus-daemon" \
 	"$(cat /tmp/rp-many.out)"
 expect_eq "... counted (replies-exceeded)" $((before + 1)) \
 	"$(nfdbus-ctl stats | sed -n 's/^replies-exceeded //p')"
+
+# A monitor, to see the refused replies.
+bg sh -c 'dbus-monitor --session >/tmp/rp-mon.out 2>&1'
+wait_seen "$DBUS_SESSION_BUS_ADDRESS" /tmp/rp-mon.out
+
+# The monitor's copies of the calls (the daemon sends them with the
+# caller as SENDER) must not count as calls awaiting replies.
+many_held 128 384
+expect_eq "with a monitor on the bus, a caller with 128 calls outstanding gets its 128 replies" \
+	"replies=128 errors=0" "$(sed -n 's/^replies=/replies=/p' /tmp/rp-many.out)"
 
 # Right serial, wrong replier: while the service takes its time, a
 # third client answers the caller's call.
@@ -179,7 +185,7 @@ expect_eq "the 5 refused replies are counted (unrequested)" $((base + 5)) "$(unr
 # the replies it rejects.
 wait_for_line /tmp/rp-mon.out 'string "unasked"'
 expect_eq "the monitor shows the forged return and error" "1 1" \
-	"$(count_lines /tmp/rp-mon.out "^method return .* -> destination=$caller .*reply_serial=$serial\$") $(count_lines /tmp/rp-mon.out "^error .* -> destination=$caller error_name=com.example.Reply.Error.Forged reply_serial=$serial\$")"
+	"$(grep -E "^method return .* -> destination=$caller .*reply_serial=$serial\$" /tmp/rp-mon.out | grep -vc " sender=$svc ") $(count_lines /tmp/rp-mon.out "^error .* -> destination=$caller error_name=com.example.Reply.Error.Forged reply_serial=$serial\$")"
 expect_eq "... the replayed reply and the late error" "2 1" \
 	"$(monitor_strings /tmp/rp-mon.out "^method return .* sender=$svc " | grep -cx first) $(count_lines /tmp/rp-mon.out "^error .* sender=$svc .*error_name=com.example.Reply.Error.Late ")"
 expect_eq "... and the reply to the call that expected none" 1 \
@@ -201,13 +207,13 @@ write_conf "$conf4" /tmp/replies4.afbus \
 DBUS_SESSION_BUS_ADDRESS=afbus:file=/tmp/replies4.afbus
 check "a daemon with max_replies_per_connection 4 starts" \
 	start_config_bus "$conf4" /tmp/replies4.afbus
-expect_eq "... and gives the kernel that limit" \
-	"check-sender policy replies max-replies=4 reply-timeout=0" \
-	"$(nfdbus-ctl bus "$(cat /tmp/replies4.afbus)" 2>&1)"
 svc_out=/tmp/rp-svc4.out
 bg sh -c "afbus-reply serve com.example.Reply >$svc_out 2>&1"
 wait_ready $svc_out
 svc=$(sed -n 's/^ready //p' $svc_out)
+expect_eq "... and gives the kernel that limit" \
+	"check-sender policy replies max-replies=4 reply-timeout=0" \
+	"$(nfdbus-ctl bus "$(cat /tmp/replies4.afbus)" 2>&1)"
 many_held 5 4
 expect_eq "4 calls outstanding get their replies, the fifth an error" \
 	"replies=4 errors=1" "$(sed -n 's/^replies=/replies=/p' /tmp/rp-many.out)"
