@@ -126,7 +126,8 @@ check "the guarded legacy service gets its name" \
 lguarded=$(unique com.example.LegacyGuarded)
 
 expect_eq "the daemon has the kernel check senders and apply the policy" \
-	"check-sender policy" "$(nfdbus-ctl bus "$path" 2>&1)"
+	"check-sender policy replies max-replies=128 reply-timeout=0" \
+	"$(nfdbus-ctl bus "$path" 2>&1)"
 svc_policy=$(nfdbus-ctl peer-policy "$path" "$(addr "$svc")" 2>&1)
 expect_match "the service has a kernel policy" '^[1-9][0-9]*$' "$svc_policy"
 expect_eq "... the one of every root client (one policy for both services)" \
