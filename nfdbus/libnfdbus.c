@@ -611,6 +611,16 @@ int nfdbus_set_peer_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
 	return nfdbus_talk(h, nlh, NULL, NULL);
 }
 
+int nfdbus_set_peer(struct nfdbus *h, const struct nfdbus_bus *bus,
+		    uint64_t peer, uint32_t flags)
+{
+	struct nlmsghdr *nlh;
+
+	nlh = nfdbus_request(h, NFDBUS_CMD_SET_PEER, NLM_F_ACK, bus, &peer);
+	mnl_attr_put_u32(nlh, NFDBUS_A_PEER_FLAGS, flags);
+	return nfdbus_talk(h, nlh, NULL, NULL);
+}
+
 /* The reply to NFDBUS_CMD_GET_POLICY: id, nrules, refs. */
 struct nfdbus_policy_info {
 	uint32_t	v[3];

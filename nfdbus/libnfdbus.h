@@ -139,6 +139,15 @@ int nfdbus_del_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
 /* Make peer use policy id; 0 for none. */
 int nfdbus_set_peer_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
 			   uint64_t peer, uint32_t id);
+/*
+ * Set the NFDBUS_PEER_* flags of the connected client peer, all at once
+ * (NFDBUS_PEER_MONITOR: the master's method calls to it are copies, and
+ * await no reply). -ENOENT when no client has that address (unless flags
+ * is 0), -EINVAL for an unknown flag, -EOPNOTSUPP (or -EINVAL) from a
+ * kernel without the command.
+ */
+int nfdbus_set_peer(struct nfdbus *h, const struct nfdbus_bus *bus,
+		    uint64_t peer, uint32_t flags);
 /* How many rules policy id has, and how many peers use it. */
 int nfdbus_get_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
 		      uint32_t id, uint32_t *nrules, uint32_t *refs);

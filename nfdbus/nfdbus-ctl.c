@@ -2,7 +2,8 @@
 /*
  * nfdbus-ctl: add, remove, flush and list the D-Bus match rules that the
  * nfdbus kernel module applies to the multicasts of AF_BUS buses, set the
- * flags and the policies of buses, and show its counters.
+ * flags and the policies of buses and the flags of peers, and show its
+ * counters.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -27,6 +28,7 @@ static void usage(FILE *f)
 		"       nfdbus-ctl policy-del BUS ID\n"
 		"       nfdbus-ctl policy-info BUS ID\n"
 		"       nfdbus-ctl peer-policy BUS PEER [ID]\n"
+		"       nfdbus-ctl peer BUS PEER monitor|none\n"
 		"BUS is a bus path, or @name for an abstract bus name; PEER and\n"
 		"SENDER-ADDR are AF_BUS addresses (decimal, or 0x hexadecimal).\n"
 		"bus BUS prints the flags of the bus (with replies, its limits);\n"
@@ -36,7 +38,9 @@ static void usage(FILE *f)
 		"allow|deny,send|receive[,type=T][,path=P][,interface=I][,member=M]\n"
 		"[,error=E][,addr=A][,broadcast|,not-broadcast][,not-replies]\n"
 		"[,requested-only].\n"
-		"peer-policy prints the policy PEER uses, or makes it use ID (0: none).\n");
+		"peer-policy prints the policy PEER uses, or makes it use ID (0: none).\n"
+		"peer sets the flags of the connected client PEER: monitor (the\n"
+		"master's calls to it are copies, awaiting no reply), or none.\n");
 }
 
 static int parse_u64(const char *s, uint64_t *v)
@@ -193,6 +197,17 @@ int main(int argc, char **argv)
 		if (!strcmp(cmd, "peer-policy") && argc == 5 &&
 		    parse_u32(argv[4], &id))
 			return 2;
+		if (!strcmp(cmd, "peer") && argc == 5) {
+			if (!strcmp(argv[4], "monitor")) {
+				flags = NFDBUS_PEER_MONITOR;
+			} else if (!strcmp(argv[4], "none")) {
+				flags = 0;
+			} else {
+				fprintf(stderr, "nfdbus-ctl: unknown peer flag: %s\n",
+					argv[4]);
+				return 2;
+			}
+		}
 	}
 
 	h = nfdbus_open();
@@ -246,6 +261,8 @@ int main(int argc, char **argv)
 			printf("rules %u\npeers %u\n", nrules, refs);
 	} else if (!strcmp(cmd, "peer-policy") && argc == 5) {
 		err = nfdbus_set_peer_policy(h, &bus, peer, id);
+	} else if (!strcmp(cmd, "peer") && argc == 5) {
+		err = nfdbus_set_peer(h, &bus, peer, flags);
 	} else if (!strcmp(cmd, "peer-policy") && argc == 4) {
 		err = nfdbus_get_peer_policy(h, &bus, peer, &id);
 		if (!err)
