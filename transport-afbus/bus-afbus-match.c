@@ -79,6 +79,17 @@
  *   decides.  A kernel without reply tracking refuses the flag (EINVAL):
  *   the daemon then logs it once and manages its buses without it, the
  *   kernel taking every reply as requested.
+ * - The daemon sends a monitor (BecomeMonitor) copies of method calls
+ *   from the master's side with the caller's SENDER, which the kernel
+ *   would take for calls the daemon forwards, the caller then awaiting a
+ *   reply from the monitor (and soon hitting max_replies_per_connection).
+ *   So before a monitor gets its first copy the daemon marks its address
+ *   NFDBUS_PEER_MONITOR (NFDBUS_CMD_SET_PEER; the mark goes with the
+ *   client): the master's calls to it then await nothing.  A legacy
+ *   monitor is marked by its C1 address, where its copies go.  A kernel
+ *   without the command (EOPNOTSUPP, or EINVAL) gets it once, and the
+ *   daemon logs it and goes on.  Eavesdroppers (eavesdrop='true') are
+ *   not marked: they are clients whose forwarded calls are awaited.
  *
  * The kernel forgets a client's rules when it leaves the bus, and all
  * of a bus's when its master closes it.
@@ -108,6 +119,10 @@ static DBusList *managed_buses = NULL;
  * the flag (and then never asked again). */
 static dbus_bool_t kernel_replies = TRUE;
 static dbus_bool_t kernel_replies_known = FALSE;
+/* Whether the kernel takes NFDBUS_CMD_SET_PEER: TRUE until it refused
+ * it, known once it took it. */
+static dbus_bool_t kernel_peer_flags = TRUE;
+static dbus_bool_t kernel_peer_flags_known = FALSE;
 
 /* Sets @error from the errno of an nfdbus request (and the kernel's
  * words for it); returns FALSE.  Also for policy/bus-afbus-policy.c. */
@@ -316,6 +331,74 @@ bus_afbus_match_manage (DBusConnection *connection,
   return FALSE;
 }
 
+/* @connection becomes a monitor (@monitor TRUE), or does not after all:
+ * mark its address in the kernel, whose reply tracking then awaits no
+ * reply to the copies of calls the daemon sends it.  FALSE with @error
+ * set if the kernel could not mark it; nothing to do for a connection
+ * that is not an AF_BUS client or legacy client, or on a bus without
+ * reply tracking. */
+dbus_bool_t
+bus_afbus_match_set_monitor (DBusConnection *connection,
+                             dbus_bool_t     monitor,
+                             DBusError      *error)
+{
+  BusContext *context = bus_connection_get_context (connection);
+  struct nfdbus_bus bus;
+  dbus_uint64_t peer;
+  int err;
+
+  if (!kernel_replies || !kernel_peer_flags ||
+      !bus_afbus_connection_bus (connection, &bus, &peer))
+    return TRUE;
+
+  if (nfdbus == NULL)
+    {
+      if (!monitor)
+        return TRUE;
+      if (bus_afbus_nfdbus (error) == NULL)
+        return FALSE;
+    }
+
+  err = nfdbus_set_peer (nfdbus, &bus, peer,
+                         monitor ? NFDBUS_PEER_MONITOR : 0);
+  if (err == 0)
+    {
+      kernel_peer_flags_known = TRUE;
+      _dbus_verbose ("nfdbus: %s is %sa monitor\n",
+                     bus_connection_get_name (connection),
+                     monitor ? "" : "not ");
+      return TRUE;
+    }
+
+  if ((err == -EOPNOTSUPP || err == -EINVAL) && !kernel_peer_flags_known)
+    {
+      /* an nfdbus older than NFDBUS_CMD_SET_PEER */
+      kernel_peer_flags = FALSE;
+      bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
+                       "The kernel cannot tell monitors from other AF_BUS"
+                       " clients (nfdbus: %s%s%s): with a monitor on the"
+                       " bus, callers may await replies from it and get"
+                       " LimitsExceeded sooner",
+                       _dbus_strerror (-err),
+                       nfdbus_error (nfdbus)[0] != '\0' ? ": " : "",
+                       nfdbus_error (nfdbus));
+      return TRUE;
+    }
+
+  if (!monitor)
+    {
+      /* ENOENT: it is gone, and its mark with it */
+      if (err != -ENOENT)
+        _dbus_verbose ("nfdbus: cannot unmark monitor %s: %s\n",
+                       bus_connection_get_name (connection),
+                       _dbus_strerror (-err));
+      return TRUE;
+    }
+
+  return bus_afbus_nfdbus_error (error, -err,
+                                 "The kernel cannot mark the monitor");
+}
+
 /* The rule's canonical text, and the address its sender has, if any.
  * FALSE with @error unset: the kernel does not need this rule. */
 static dbus_bool_t
@@ -439,6 +522,14 @@ bus_afbus_match_flush (DBusConnection *connection)
 }
 
 #else /* !DBUS_HAVE_AFBUS */
+
+dbus_bool_t
+bus_afbus_match_set_monitor (DBusConnection *connection,
+                             dbus_bool_t     monitor,
+                             DBusError      *error)
+{
+  return TRUE;
+}
 
 void
 bus_afbus_match_flush (DBusConnection *connection)

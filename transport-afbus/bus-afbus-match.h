@@ -52,5 +52,10 @@ dbus_bool_t bus_afbus_add_match    (DBusConnection *connection,
 void        bus_afbus_remove_match (DBusConnection *connection,
                                     BusMatchRule   *rule);
 void        bus_afbus_match_flush  (DBusConnection *connection);
+/* The connection becomes a monitor, or does not after all: the kernel
+ * awaits no reply to the copies of calls the daemon sends it. */
+dbus_bool_t bus_afbus_match_set_monitor (DBusConnection *connection,
+                                         dbus_bool_t     monitor,
+                                         DBusError      *error);
 
 #endif /* BUS_AFBUS_MATCH_H */

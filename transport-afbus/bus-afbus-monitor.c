@@ -34,6 +34,7 @@
 #include "bus.h"
 #include "bus-afbus.h"
 #include "bus-afbus-legacy.h"
+#include "bus-afbus-match.h"
 #include "dispatch.h"
 #include "services.h"
 #include "signals.h"
@@ -573,6 +574,15 @@ bus_afbus_monitor_add (DBusConnection *monitor,
       return FALSE;
     }
 
+  /* Before its first copy of a call: the kernel awaits no reply to it
+   * (bus-afbus-match.c). */
+  if (!bus_afbus_match_set_monitor (monitor, TRUE, error))
+    {
+      _dbus_list_remove_last (&monitors, monitor);
+      tap_close_if_unused ();
+      return FALSE;
+    }
+
   return TRUE;
 }
 
@@ -583,7 +593,11 @@ bus_afbus_monitor_add (DBusConnection *monitor,
 void
 bus_afbus_monitor_remove (DBusConnection *monitor)
 {
-  _dbus_list_remove_last (&monitors, monitor);
+  /* A monitor that leaves takes its mark along; one that did not become
+   * a monitor after all (no memory) loses it. */
+  if (_dbus_list_remove_last (&monitors, monitor) &&
+      dbus_connection_get_is_connected (monitor))
+    bus_afbus_match_set_monitor (monitor, FALSE, NULL);
   tap_close_if_unused ();
 }
 
