@@ -136,10 +136,17 @@ bg sh -c 'dbus-monitor --session >/tmp/rp-mon.out 2>&1'
 wait_seen "$DBUS_SESSION_BUS_ADDRESS" /tmp/rp-mon.out
 
 # The monitor's copies of the calls (the daemon sends them with the
-# caller as SENDER) must not count as calls awaiting replies.
+# caller as SENDER) must not count as calls awaiting replies: the daemon
+# marks the monitor's address (NFDBUS_PEER_MONITOR) when it becomes one.
+before=$(nfdbus-ctl stats | sed -n 's/^replies-exceeded //p')
 many_held 128 384
 expect_eq "with a monitor on the bus, a caller with 128 calls outstanding gets its 128 replies" \
 	"replies=128 errors=0" "$(sed -n 's/^replies=/replies=/p' /tmp/rp-many.out)"
+expect_eq "... none over the limit (replies-exceeded)" "$before" \
+	"$(nfdbus-ctl stats | sed -n 's/^replies-exceeded //p')"
+expect_match "nfdbus-ctl peer: the kernel marks only connected clients" \
+	'peer: No such file or directory' \
+	"$(nfdbus-ctl peer "$path" 0x7fffffff monitor 2>&1)"
 
 # Right serial, wrong replier: while the service takes its time, a
 # third client answers the caller's call.
@@ -202,11 +209,13 @@ wait "$BUS_PID" 2>/dev/null
 # LimitsExceeded; the kernel takes the daemon's limit.
 conf4=/tmp/replies4.conf
 rm -f /tmp/replies4.afbus
+rm -f /tmp/replies4.sock
 write_conf "$conf4" /tmp/replies4.afbus \
-	'<limit name="max_replies_per_connection">4</limit>'
+	'<limit name="max_replies_per_connection">4</limit>
+  <listen>unix:path=/tmp/replies4.sock</listen>'
 DBUS_SESSION_BUS_ADDRESS=afbus:file=/tmp/replies4.afbus
-check "a daemon with max_replies_per_connection 4 starts" \
-	start_config_bus "$conf4" /tmp/replies4.afbus
+check "a daemon with max_replies_per_connection 4 (and legacy clients) starts" \
+	start_config_bus "$conf4" /tmp/replies4.afbus /tmp/replies4.sock
 svc_out=/tmp/rp-svc4.out
 bg sh -c "afbus-reply serve com.example.Reply >$svc_out 2>&1"
 wait_ready $svc_out
@@ -222,5 +231,20 @@ expect_match "... LimitsExceeded" \
 many_held 4 8
 expect_eq "4 calls outstanding, no more, all get their replies" \
 	"replies=4 errors=0" "$(sed -n 's/^replies=/replies=/p' /tmp/rp-many.out)"
+
+# A legacy monitor (unix:) gets its copies through its AF_BUS socket
+# (C1), which the daemon marks instead; then a native one beside it.
+bg sh -c 'dbus-monitor --address unix:path=/tmp/replies4.sock >/tmp/rp-mon4l.out 2>&1'
+wait_seen unix:path=/tmp/replies4.sock /tmp/rp-mon4l.out
+many_held 4 12
+expect_eq "with a legacy monitor, 4 calls outstanding all get their replies" \
+	"replies=4 errors=0" "$(sed -n 's/^replies=/replies=/p' /tmp/rp-many.out)"
+bg sh -c 'dbus-monitor --session >/tmp/rp-mon4n.out 2>&1'
+wait_seen "$DBUS_SESSION_BUS_ADDRESS" /tmp/rp-mon4n.out
+many_held 4 16
+expect_eq "... and with a native one too" \
+	"replies=4 errors=0" "$(sed -n 's/^replies=/replies=/p' /tmp/rp-many.out)"
+expect_eq "... the monitors saw the Hold calls (8 and 4)" "8 4" \
+	"$(count_lines /tmp/rp-mon4l.out '^method call .*member=Hold$') $(count_lines /tmp/rp-mon4n.out '^method call .*member=Hold$')"
 
 finish
