@@ -16,6 +16,13 @@ not_ok() {
 	echo "not ok $_n $*"
 }
 
+# skip DESCRIPTION REASON: one test, skipped (counted as skipped, never
+# as passed).
+skip() {
+	_n=$((_n + 1)); _skip=$((_skip + 1))
+	echo "ok $_n $1 # SKIP $2"
+}
+
 # check DESCRIPTION COMMAND...: one test, passed when COMMAND succeeds.
 check() {
 	desc=$1
