@@ -17,13 +17,17 @@ UX=unix:path=$UX_PATH
 LX=AfbusLabelX
 LY=AfbusLabelY
 
-# Smack running, securityfs and smackfs mounted (mounting them if not)?
+# Smack running (securityfs' lsm says so when the kernel has securityfs;
+# smackfs' mount point exists only with Smack), smackfs mounted (mounting
+# it if not)?
 smack_ready() {
-	if [ ! -r /sys/kernel/security/lsm ]; then
-		mkdir -p /sys/kernel/security
+	if [ ! -r /sys/kernel/security/lsm ] && [ -d /sys/kernel/security ]; then
 		mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
 	fi
-	grep -q smack /sys/kernel/security/lsm 2>/dev/null || return 1
+	if [ -r /sys/kernel/security/lsm ]; then
+		grep -q smack /sys/kernel/security/lsm || return 1
+	fi
+	[ -d /sys/fs/smackfs ] || return 1
 	[ -e /sys/fs/smackfs/load2 ] ||
 		mount -t smackfs smackfs /sys/fs/smackfs 2>/dev/null
 	[ -w /sys/fs/smackfs/load2 ]
@@ -31,7 +35,7 @@ smack_ready() {
 
 if ! smack_ready; then
 	skip "LinuxSecurityLabel of AF_BUS and legacy clients" \
-		"Smack is not the running LSM ($(cat /sys/kernel/security/lsm 2>/dev/null))"
+		"Smack is not the running LSM (lsm: $(cat /sys/kernel/security/lsm 2>/dev/null || echo unknown), no /sys/fs/smackfs)"
 	finish
 fi
 
