@@ -68,6 +68,9 @@
 #                           AFBUS_BENCH_RUNS)
 #   AFBUS_PROFILE=rtt,rtt4k,signals4,signals64
 #                           --profile: what is profiled
+#   AFBUS_BENCH_KERNEL=FILE --bench, --profile: boot this bzImage (a copy of
+#                           an earlier benchmark kernel, say) instead of
+#                           building the benchmark kernel
 set -eu
 . "$(dirname "$0")/build-aux/common.sh"
 
@@ -122,8 +125,11 @@ run_qemu() {
 	[ "${AFBUS_KVM:-0}" = 1 ] && accel=(-accel kvm -cpu host)
 	# the deterministic mode of the benchmarks: guest time is the
 	# instruction count (1 ns each), never the host's clock, and an
-	# idle guest jumps to its next timer
-	[ -n "$ICOUNT" ] && accel=(-accel tcg -icount "$ICOUNT" -cpu qemu64,+rdrand)
+	# idle guest jumps to its next timer; its random numbers (RDRAND)
+	# come from a seeded generator and its real-time clock starts at a
+	# fixed date, so that two boots run the same instructions
+	[ -n "$ICOUNT" ] && accel=(-accel tcg -icount "$ICOUNT" -cpu qemu64,+rdrand
+		-seed 1 -rtc base=2026-01-01T00:00:00,clock=vm)
 	[ -n "$OUT_DISK" ] && disk+=(-drive "file=$OUT_DISK,format=raw,if=virtio")
 	# snapshot=on: the guest's writes go to a temporary file, never the image
 	if [ -n "$ROOTFS" ]; then
@@ -260,9 +266,9 @@ bench_options() {
 	echo "$out"
 }
 
-# bench_guest MODE: one benchmark boot, icount or wall, logged in
-# build/bench/guest-MODE.log; fails if the guest did or its kernel log
-# has errors.
+# bench_guest MODE [LOG]: one benchmark boot, icount or wall, logged in
+# LOG (build/bench/guest-MODE.log); fails if the guest did or its kernel
+# log has errors.
 bench_guest() {
 	local mode=$1 rc=0 bad start runs
 	case $mode in
@@ -280,7 +286,7 @@ bench_guest() {
 		;;
 	*) die "AFBUS_BENCH_MODES: unknown mode $mode (icount, wall)" ;;
 	esac
-	LOG=$BENCH_DIR/guest-$mode.log
+	LOG=${2:-$BENCH_DIR/guest-$mode.log}
 	GUEST_APPEND="afbus.bench_clock=$mode $(bench_options "$runs") $BENCH_EXTRA"
 	msg "benchmark guest, $mode mode: $CPUS CPU(s)${ICOUNT:+, -icount $ICOUNT} (log: $LOG)"
 	start=$(date +%s)
@@ -288,7 +294,8 @@ bench_guest() {
 	# the host's side of the run, for bench-report.py
 	echo "afbus-bench-info: host mode=$mode icount=${ICOUNT:-none}" \
 		"accel=$([ "${AFBUS_KVM:-0}" = 1 ] && echo kvm || echo tcg)" \
-		"qemu_cpus=$CPUS wall_seconds=$(( $(date +%s) - start ))" >>"$LOG"
+		"qemu_cpus=$CPUS wall_seconds=$(( $(date +%s) - start ))" \
+		"bzimage=$(sha256sum "$KERNEL" | cut -c1-12)" >>"$LOG"
 	if [ "$rc" != 0 ]; then
 		echo "run-qemu.sh: the $mode benchmark guest failed (status $rc; log: $LOG)" >&2
 		return 1
@@ -321,7 +328,7 @@ run_profile() {
 	rm -f "$OUT_DISK"
 	truncate -s 512M "$OUT_DISK"
 	BENCH_EXTRA="afbus.bench_profile=${AFBUS_PROFILE:-rtt,rtt4k,signals4,signals64} afbus.bench_out=/dev/vda"
-	bench_guest icount || return 1
+	bench_guest icount "$BENCH_DIR/guest-profile.log" || return 1
 	rm -rf "$PROFILE_DIR"
 	mkdir -p "$PROFILE_DIR"
 	tar -xf "$OUT_DISK" -C "$PROFILE_DIR" ||
@@ -360,7 +367,11 @@ main() {
 	# AFBUS_SKIP_BUILD (make bench); --check never builds them
 	case $mode in
 	bench|profile)
-		"$AFBUS_TOP/build-aux/kernel-build.sh" --bench >&2
+		if [ -n "${AFBUS_BENCH_KERNEL:-}" ]; then
+			KERNEL=$AFBUS_BENCH_KERNEL
+		else
+			"$AFBUS_TOP/build-aux/kernel-build.sh" --bench >&2
+		fi
 		"$AFBUS_TOP/build-aux/mk-initramfs.sh" --$mode >&2
 		;;
 	esac

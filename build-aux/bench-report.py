@@ -246,8 +246,9 @@ def table(entries, rat, guest, mode):
                                                 guest.get("kernel"), o.get("runs")))
     hr = guest.get("host_run", {})
     if hr:
-        lines.append("QEMU: %s, -icount %s, %s CPU(s); %s s of host time" % (
-            hr.get("accel"), hr.get("icount"), hr.get("qemu_cpus"), hr.get("wall_seconds")))
+        lines.append("QEMU: %s, -icount %s, %s CPU(s); %s s of host time; bzImage sha256 %s" % (
+            hr.get("accel"), hr.get("icount"), hr.get("qemu_cpus"), hr.get("wall_seconds"),
+            hr.get("bzimage", "?")))
     for c in guest.get("failed_checks", []):
         lines.append("WARNING: guest check failed, figures are suspect: " + c)
     lines.append("Buses: afbus = fork's dbus-daemon on afbus:; fork-unix = the fork on unix:;"
