@@ -9,7 +9,7 @@
  * A may write to C but not to B. Then, in a process without
  * CAP_MAC_OVERRIDE: A's unicast to B fails with EACCES and B gets
  * nothing, A's unicast to C goes through; A's multicast skips B and
- * reaches C; each refusal is one Smack audit record. A client labeled
+ * reaches C (and A); each refusal is one Smack audit record. A client labeled
  * afbusD, which may not write to the master, cannot connect. SO_PEERSEC
  * gives a client the master's label and an accepted socket its client's.
  */
@@ -164,6 +164,12 @@ FIXTURE_TEARDOWN(lsm)
 	set_label("_");
 }
 
+/* The harness runs a test whose setup skipped: skip it again. */
+#define SMACK_REQUIRED() do {						\
+	if (self->m < 0)						\
+		SKIP(return, "Smack is not the running LSM");		\
+} while (0)
+
 /* Drop every capability (CAP_MAC_OVERRIDE bypasses Smack): uid 65534. */
 static bool unprivileged(void)
 {
@@ -197,6 +203,7 @@ TEST_F(lsm, peer_labels)
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
+	SMACK_REQUIRED();
 	expect_label(_metadata, self->a.cfd, LABEL_M);
 	expect_label(_metadata, self->a.afd, LABEL_A);
 	expect_label(_metadata, self->b.cfd, LABEL_M);
@@ -230,9 +237,11 @@ static int a_sends(FIXTURE_DATA(lsm) *self, bool mcast)
 
 TEST_F(lsm, unicast)
 {
-	int before = denials();
+	int before;
 	pid_t pid;
 
+	SMACK_REQUIRED();
+	before = denials();
 	ASSERT_LE(0, before);
 	pid = fork();
 	if (!pid)
@@ -246,15 +255,18 @@ TEST_F(lsm, unicast)
 
 TEST_F(lsm, multicast_skips_refused_member)
 {
-	int before = denials();
+	int before;
 	pid_t pid;
 
+	SMACK_REQUIRED();
+	before = denials();
 	ASSERT_LE(0, before);
 	pid = fork();
 	if (!pid)
 		_exit(a_sends(self, true));
 	ASSERT_EQ(0, wait_child(pid));
-	bus_expect_none(_metadata, self->a.cfd);
+	/* members get their own multicasts: A's label may write to itself */
+	bus_expect(_metadata, self->a.cfd, &self->bus, self->a.addr, "from A");
 	bus_expect_none(_metadata, self->b.cfd);
 	bus_expect(_metadata, self->c.cfd, &self->bus, self->a.addr, "from A");
 	ASSERT_EQ(before + 1, denials_reach(before + 1));
@@ -267,6 +279,7 @@ TEST_F(lsm, master_and_privileged_not_mediated)
 {
 	static const char msg[] = "from A";
 
+	SMACK_REQUIRED();
 	ASSERT_EQ((ssize_t)strlen(msg),
 		  bus_sendto(self->a.cfd, &self->bus, self->b.addr, msg,
 			     strlen(msg), 0));
@@ -292,8 +305,10 @@ static int d_connects(FIXTURE_DATA(lsm) *self)
 
 TEST_F(lsm, connect_refused)
 {
-	pid_t pid = fork();
+	pid_t pid;
 
+	SMACK_REQUIRED();
+	pid = fork();
 	if (!pid)
 		_exit(d_connects(self));
 	ASSERT_EQ(0, wait_child(pid));

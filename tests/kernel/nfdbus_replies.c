@@ -240,6 +240,74 @@ TEST_F(replies, through_the_master)
 	ASSERT_EQ(3, nfd_stats(_metadata, b).unrequested);
 }
 
+/* What the master sends a monitor is a copy: the monitor owes no reply,
+ * and the caller's limit does not pay for it.
+ */
+TEST_F(replies, monitor_copies_await_nothing)
+{
+	struct nfd_bus *b = &self->b;
+	struct nfd_blob m;
+	char buf[512];
+	uint32_t s;
+
+	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb, NFDBUS_BUS_REPLIES, 2, 0));
+	ASSERT_OK(nfdbus_set_peer(b->h, &b->nb, b->p[2].addr,
+				  NFDBUS_PEER_MONITOR));
+	for (s = 20; s < 25; s++) {
+		m = msg(_metadata, b, 0, CALL, s, 0, false);
+		ASSERT_EQ((ssize_t)m.len, send(b->p[2].afd, m.data, m.len, 0));
+		ASSERT_EQ((ssize_t)m.len, recv(b->p[2].cfd, buf, sizeof(buf),
+					       MSG_DONTWAIT));
+		free(m.data);
+	}
+	SEND(b, 2, 0, RETURN, 1, 20, false, EPERM, 0);
+	SEND(b, 0, 1, CALL, 30, 0, false, 0, 0x2);
+	SEND(b, 0, 1, CALL, 31, 0, false, 0, 0x2);
+	SEND(b, 0, 1, CALL, 32, 0, false, EDQUOT, 0);
+	/* a client that is not there, or the flag unknown */
+	ASSERT_EQ(-ENOENT, nfdbus_set_peer(b->h, &b->nb, 0x4321,
+					   NFDBUS_PEER_MONITOR));
+	ASSERT_EQ(-EINVAL, nfdbus_set_peer(b->h, &b->nb, b->p[2].addr,
+					   NFDBUS_PEER_FLAGS_ALL + 1));
+	/* no longer a monitor: a forwarded call awaits its answer again */
+	ASSERT_OK(nfdbus_set_peer(b->h, &b->nb, b->p[2].addr, 0));
+	SEND(b, 1, 0, RETURN, 2, 30, false, 0, 0x1);
+	m = msg(_metadata, b, 0, CALL, 40, 0, false);
+	ASSERT_EQ((ssize_t)m.len, send(b->p[2].afd, m.data, m.len, 0));
+	ASSERT_EQ((ssize_t)m.len, recv(b->p[2].cfd, buf, sizeof(buf),
+				       MSG_DONTWAIT));
+	free(m.data);
+	SEND(b, 2, 0, RETURN, 3, 40, false, 0, 0x1);
+}
+
+/* The master sends copies of a forwarded call to clients that eavesdrop:
+ * they do not count against the caller's limit, and the callee's answer
+ * ends every wait for that call.
+ */
+TEST_F(replies, answer_ends_copies)
+{
+	struct nfd_bus *b = &self->b;
+	struct nfd_blob m;
+	char buf[512];
+	int to;
+
+	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb, NFDBUS_BUS_REPLIES, 1, 0));
+	for (to = 1; to <= 3; to++) {
+		m = msg(_metadata, b, 0, CALL, 50, 0, false);
+		ASSERT_EQ((ssize_t)m.len, send(b->p[to].afd, m.data, m.len, 0));
+		ASSERT_EQ((ssize_t)m.len, recv(b->p[to].cfd, buf, sizeof(buf),
+					       MSG_DONTWAIT));
+		free(m.data);
+	}
+	/* three relayed waits, and room for one call of its own */
+	SEND(b, 0, 1, CALL, 51, 0, false, 0, 0x2);
+	SEND(b, 0, 1, CALL, 52, 0, false, EDQUOT, 0);
+	SEND(b, 2, 0, RETURN, 1, 50, false, 0, 0x1);
+	SEND(b, 1, 0, RETURN, 2, 50, false, EPERM, 0);
+	SEND(b, 3, 0, ERROR, 3, 50, false, EPERM, 0);
+	SEND(b, 1, 0, RETURN, 4, 51, false, 0, 0x1);
+}
+
 TEST_F(replies, timeout)
 {
 	struct nfd_bus *b = &self->b;
