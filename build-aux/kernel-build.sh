@@ -93,6 +93,15 @@ configure() {
 main() {
 	local key start
 
+	# One build at a time uses build/kernel-src: another build's sync
+	# would reset the tree under this one's compiler (the test, debug
+	# and bench kernels all build from it).
+	mkdir -p "$AFBUS_BUILD"
+	exec 9>"$AFBUS_BUILD/kernel-src.lock"
+	if ! flock -n 9; then
+		msg "waiting for another kernel build to finish with $KERNEL_SRC"
+		flock 9
+	fi
 	"$(dirname "$0")/kernel-tree.sh" sync "$KERNEL_SRC"
 
 	key=$(build_key)
