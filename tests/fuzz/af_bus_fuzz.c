@@ -1246,10 +1246,8 @@ static void op_netns(struct thread_ctx *t)
 	check(t, "unshare(CLONE_NEWNET)", ret, E(ENOSPC, ENOMEM), NULL);
 	if (sys_admin(false))
 		_exit(3);
-	if (ret == 0) {
+	if (ret == 0)
 		__atomic_add_fetch(&sh->netns_moves, 1, __ATOMIC_RELAXED);
-		nfdbus_netns_moved(t);
-	}
 }
 
 /* Rarely: a new network namespace, or a read of /proc/net/bus. */

@@ -126,8 +126,6 @@ void nfdbus_rules_for(struct thread_ctx *t, int fd);
  * returns its length.
  */
 size_t dbus_payload(struct thread_ctx *t, unsigned char *buf, size_t size);
-/* The thread moved to another network namespace. */
-void nfdbus_netns_moved(struct thread_ctx *t);
 void nfdbus_thread_end(struct thread_ctx *t);
 
 #endif /* AF_BUS_FUZZ_H */
