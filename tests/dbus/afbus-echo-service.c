@@ -123,7 +123,9 @@ int main(int argc, char **argv)
 					dbus_error_free(&error);
 				}
 			} else if (dbus_message_is_method_call(m, IFACE, "Hang")) {
-				/* no reply */
+				/* no reply; tests wait for the call to be here */
+				printf("hang\n");
+				fflush(stdout);
 			} else if (dbus_message_is_method_call(m, IFACE, "Whoami")) {
 				reply_string(c, m, dbus_bus_get_unique_name(c));
 			} else if (dbus_message_is_method_call(m, IFACE, "Fail")) {

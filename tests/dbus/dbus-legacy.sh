@@ -246,7 +246,12 @@ $native afbus-direct-call "$hang" Hang 20000 >/tmp/hang-direct.out 2>&1 &
 c1=$!
 $legacy afbus-direct-call com.example.Hang Hang 20000 >/tmp/hang-legacy.out 2>&1 &
 c2=$!
-sleep 1
+# both calls must have reached the service before it dies (30 s at most)
+i=0
+while [ "$(grep -c '^hang$' /tmp/hang.out)" -lt 2 ] && [ $i -lt 300 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
 kill -9 $hang_pid
 wait $hang_pid 2>/dev/null
 wait $c1
@@ -266,7 +271,7 @@ nhang_pid=$!
 wait_ready /tmp/nhang.out
 $legacy afbus-direct-call com.example.NHang Hang 20000 >/tmp/nhang-call.out 2>&1 &
 c3=$!
-sleep 1
+wait_for_line /tmp/nhang.out '^hang$'
 kill -9 $nhang_pid
 wait $nhang_pid 2>/dev/null
 wait $c3
