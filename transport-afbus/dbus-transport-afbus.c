@@ -515,7 +515,8 @@ set_own_sender (DBusTransportAfbus *afbus_transport,
 /*
  * A message the kernel refused for good (its recipient is gone or shut
  * down reading, it is too big, it carries fds the bus cannot pass, a
- * netfilter hook such as nfdbus refused it: EPERM; nfdbus' reply
+ * netfilter hook such as nfdbus refused it: EPERM; a Linux security
+ * module refused it: EACCES; nfdbus' reply
  * tracking refused a call because we already await as many replies as
  * the daemon's max_replies_per_connection: EDQUOT).  It is dropped
  * from the queue and, when its sender waits for a reply, answered with
@@ -558,6 +559,7 @@ message_undeliverable (DBusTransport *transport,
           error_name = DBUS_ERROR_NOT_SUPPORTED;
           break;
         case EPERM:
+        case EACCES:
           error_name = DBUS_ERROR_ACCESS_DENIED;
           break;
         default:
@@ -1030,7 +1032,8 @@ do_writing (DBusTransport *transport)
       else if (saved_errno == ECONNREFUSED || saved_errno == EHOSTUNREACH ||
                saved_errno == EMSGSIZE || saved_errno == EINVAL ||
                saved_errno == ETOOMANYREFS || saved_errno == ENOBUFS ||
-               saved_errno == EPERM || saved_errno == EDQUOT)
+               saved_errno == EPERM || saved_errno == EACCES ||
+               saved_errno == EDQUOT)
         {
           /* ENOBUFS: the kernel could not allocate the message;
            * retrying in a loop cannot help. */
