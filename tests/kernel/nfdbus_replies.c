@@ -91,6 +91,21 @@ static int send_to(struct nfd_bus *b, int from, int to,
 	free(__m.data);							\
 } while (0)
 
+/* The master sends peer to a message as peer from's library wrote it
+ * (a call it forwards, a reply it relays, a copy for a monitor); peer to
+ * gets it.
+ */
+#define RELAY(b, from, to, type, serial, rserial, no_reply) do {	\
+	struct nfd_blob __m = msg(_metadata, (b), (from), (type), (serial), \
+				  (rserial), (no_reply));		\
+	char __buf[512];						\
+	ASSERT_EQ((ssize_t)__m.len,					\
+		  send((b)->p[to].afd, __m.data, __m.len, 0));		\
+	ASSERT_EQ((ssize_t)__m.len, recv((b)->p[to].cfd, __buf,	\
+					 sizeof(__buf), MSG_DONTWAIT));	\
+	free(__m.data);							\
+} while (0)
+
 #define CALL	DBUS_MESSAGE_TYPE_METHOD_CALL
 #define RETURN	DBUS_MESSAGE_TYPE_METHOD_RETURN
 #define ERROR	DBUS_MESSAGE_TYPE_ERROR
@@ -202,41 +217,23 @@ TEST_F(replies, caller_leaves)
 TEST_F(replies, through_the_master)
 {
 	struct nfd_bus *b = &self->b;
-	struct nfd_blob m;
-	char buf[512];
 
 	/* the master forwards peer 0's call 9 to peer 1 */
-	m = msg(_metadata, b, 0, CALL, 9, 0, false);
-	ASSERT_EQ((ssize_t)m.len, send(b->p[1].afd, m.data, m.len, 0));
-	ASSERT_EQ((ssize_t)m.len, recv(b->p[1].cfd, buf, sizeof(buf),
-				       MSG_DONTWAIT));
-	free(m.data);
+	RELAY(b, 0, 1, CALL, 9, 0, false);
 	SEND(b, 1, 0, RETURN, 60, 9, false, 0, 0x1);
 	SEND(b, 1, 0, RETURN, 61, 9, false, EPERM, 0);
 
 	/* a forwarded call wanting no reply awaits none */
-	m = msg(_metadata, b, 0, CALL, 10, 0, true);
-	ASSERT_EQ((ssize_t)m.len, send(b->p[1].afd, m.data, m.len, 0));
-	ASSERT_EQ((ssize_t)m.len, recv(b->p[1].cfd, buf, sizeof(buf),
-				       MSG_DONTWAIT));
-	free(m.data);
+	RELAY(b, 0, 1, CALL, 10, 0, true);
 	SEND(b, 1, 0, RETURN, 62, 10, false, EPERM, 0);
 
 	/* peer 0 calls peer 1; the master relays peer 1's answer */
 	SEND(b, 0, 1, CALL, 11, 0, false, 0, 0x2);
-	m = msg(_metadata, b, 1, RETURN, 63, 11, false);
-	ASSERT_EQ((ssize_t)m.len, send(b->p[0].afd, m.data, m.len, 0));
-	ASSERT_EQ((ssize_t)m.len, recv(b->p[0].cfd, buf, sizeof(buf),
-				       MSG_DONTWAIT));
-	free(m.data);
+	RELAY(b, 1, 0, RETURN, 63, 11, false);
 	SEND(b, 1, 0, RETURN, 64, 11, false, EPERM, 0);
 
 	/* the master's own replies (as the bus) are never refused */
-	m = msg(_metadata, b, 2, RETURN, 65, 77, false);
-	ASSERT_EQ((ssize_t)m.len, send(b->p[0].afd, m.data, m.len, 0));
-	ASSERT_EQ((ssize_t)m.len, recv(b->p[0].cfd, buf, sizeof(buf),
-				       MSG_DONTWAIT));
-	free(m.data);
+	RELAY(b, 2, 0, RETURN, 65, 77, false);
 	ASSERT_EQ(3, nfd_stats(_metadata, b).unrequested);
 }
 
@@ -246,19 +243,13 @@ TEST_F(replies, through_the_master)
 TEST_F(replies, monitor_copies_await_nothing)
 {
 	struct nfd_bus *b = &self->b;
-	struct nfd_blob m;
-	char buf[512];
 	uint32_t s;
 
 	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb, NFDBUS_BUS_REPLIES, 2, 0));
 	ASSERT_OK(nfdbus_set_peer(b->h, &b->nb, b->p[2].addr,
 				  NFDBUS_PEER_MONITOR));
 	for (s = 20; s < 25; s++) {
-		m = msg(_metadata, b, 0, CALL, s, 0, false);
-		ASSERT_EQ((ssize_t)m.len, send(b->p[2].afd, m.data, m.len, 0));
-		ASSERT_EQ((ssize_t)m.len, recv(b->p[2].cfd, buf, sizeof(buf),
-					       MSG_DONTWAIT));
-		free(m.data);
+		RELAY(b, 0, 2, CALL, s, 0, false);
 	}
 	SEND(b, 2, 0, RETURN, 1, 20, false, EPERM, 0);
 	SEND(b, 0, 1, CALL, 30, 0, false, 0, 0x2);
@@ -272,11 +263,7 @@ TEST_F(replies, monitor_copies_await_nothing)
 	/* no longer a monitor: a forwarded call awaits its answer again */
 	ASSERT_OK(nfdbus_set_peer(b->h, &b->nb, b->p[2].addr, 0));
 	SEND(b, 1, 0, RETURN, 2, 30, false, 0, 0x1);
-	m = msg(_metadata, b, 0, CALL, 40, 0, false);
-	ASSERT_EQ((ssize_t)m.len, send(b->p[2].afd, m.data, m.len, 0));
-	ASSERT_EQ((ssize_t)m.len, recv(b->p[2].cfd, buf, sizeof(buf),
-				       MSG_DONTWAIT));
-	free(m.data);
+	RELAY(b, 0, 2, CALL, 40, 0, false);
 	SEND(b, 2, 0, RETURN, 3, 40, false, 0, 0x1);
 }
 
@@ -287,17 +274,11 @@ TEST_F(replies, monitor_copies_await_nothing)
 TEST_F(replies, answer_ends_copies)
 {
 	struct nfd_bus *b = &self->b;
-	struct nfd_blob m;
-	char buf[512];
 	int to;
 
 	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb, NFDBUS_BUS_REPLIES, 1, 0));
 	for (to = 1; to <= 3; to++) {
-		m = msg(_metadata, b, 0, CALL, 50, 0, false);
-		ASSERT_EQ((ssize_t)m.len, send(b->p[to].afd, m.data, m.len, 0));
-		ASSERT_EQ((ssize_t)m.len, recv(b->p[to].cfd, buf, sizeof(buf),
-					       MSG_DONTWAIT));
-		free(m.data);
+		RELAY(b, 0, to, CALL, 50, 0, false);
 	}
 	/* three relayed waits, and room for one call of its own */
 	SEND(b, 0, 1, CALL, 51, 0, false, 0, 0x2);
