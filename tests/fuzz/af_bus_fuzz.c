@@ -1354,8 +1354,10 @@ static void close_all(const int *fds, unsigned int n)
  * must fail with EOPNOTSUPP (patch "af_unix: refuse to pass AF_BUS
  * sockets"), unless AF_UNIX could not send at all, for errors it gives
  * before it looks at the files (the socket or its peer shut down, its
- * buffer full), or another thread closed a descriptor meanwhile or put
- * another file under its number.
+ * buffer full, or ECONNRESET: the error a peer that closed with unread
+ * data left on the socket, which sock_alloc_send_pskb() reports first),
+ * or another thread closed a descriptor meanwhile or put another file
+ * under its number.
  */
 static void unix_judge(struct thread_ctx *t, const char *what, ssize_t ret,
 		       int err, int u, const struct fd_id *uid, const int *fds,
@@ -1377,8 +1379,8 @@ static void unix_judge(struct thread_ctx *t, const char *what, ssize_t ret,
 		count(&sh->unix_raced);
 		return;
 	}
-	if (ret < 0 && in_list(E(EPIPE, ENOTCONN, EAGAIN, EINTR, ENOMEM,
-				 ENOBUFS, ETOOMANYREFS), err)) {
+	if (ret < 0 && in_list(E(EPIPE, ENOTCONN, ECONNRESET, EAGAIN, EINTR,
+				 ENOMEM, ENOBUFS, ETOOMANYREFS), err)) {
 		count(&sh->unix_nosend);
 		return;
 	}
