@@ -45,6 +45,8 @@
 #   AFBUS_KVM=1             use KVM instead of TCG (not on the CI machines)
 #   AFBUS_APPEND="..."      extra kernel command line parameters
 #   AFBUS_SKIP_BUILD=1      boot what is already built
+#   AFBUS_LOG=FILE          the guest log (default: build/guest.log, or
+#                           build/guest-debug.log with --debug)
 #   AFBUS_BUILD=DIR         build directory (default: build/)
 #   AFBUS_FUZZ_SECONDS=N    how long tests/fuzz/af_bus_fuzz runs (default
 #                           30, and 120 with --debug; 0 skips it)
@@ -79,7 +81,7 @@ TIMEOUT=${AFBUS_TIMEOUT:-1200}
 TEST_TIMEOUT=${AFBUS_TEST_TIMEOUT:-300}
 KERNEL=$KERNEL_OBJ/arch/x86/boot/bzImage
 INITRAMFS=$AFBUS_BUILD/initramfs.cpio.gz
-LOG=$AFBUS_BUILD/guest.log
+LOG=${AFBUS_LOG:-$AFBUS_BUILD/guest.log}
 MEM=1G
 FUZZ_SECONDS=${AFBUS_FUZZ_SECONDS:-30}
 STRESS_MSGS=${AFBUS_STRESS_MSGS:-10000}
@@ -230,7 +232,7 @@ report() {
 # --debug: the debug kernel and its defaults.
 use_debug_kernel() {
 	KERNEL=$KERNEL_OBJ_DEBUG/arch/x86/boot/bzImage
-	LOG=$AFBUS_BUILD/guest-debug.log
+	LOG=${AFBUS_LOG:-$AFBUS_BUILD/guest-debug.log}
 	TIMEOUT=${AFBUS_TIMEOUT:-3600}
 	TEST_TIMEOUT=${AFBUS_TEST_TIMEOUT:-1800}
 	MEM=2G
