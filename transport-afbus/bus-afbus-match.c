@@ -23,6 +23,7 @@
 #include <string.h>
 #include <dbus/dbus-afbus.h>
 #include <dbus/dbus-list.h>
+#include <dbus/dbus-server-afbus.h>
 
 #include "bus-afbus.h"
 #include "utils.h"
@@ -60,9 +61,12 @@
  *   the kernel then also refuses (EPERM) any message a client sends to
  *   another client, or multicasts, whose SENDER is not the client's
  *   unique name, as the daemon names AF_BUS clients (":0.<hex address>"),
- *   so no client can pose as another or as the daemon.  When that fails
- *   (no nfdbus in the kernel, or no permission), clients cannot join:
- *   their Hello fails, rather than their signals going to everybody.
+ *   so no client can pose as another or as the daemon.  The daemon does
+ *   it once it listens (bus_afbus_check_kernel()); when that fails (no
+ *   nfdbus in the kernel, or no permission) it logs one warning and
+ *   does not listen on AF_BUS at all, rather than run a bus whose
+ *   signals go to everybody and whose clients may pose as each other:
+ *   its other addresses' clients are served as by dbus-daemon.
  * - With the same request the daemon has the kernel track replies
  *   (NFDBUS_BUS_REPLIES), as dbus-daemon does for the calls it forwards
  *   (bus_connections_expect_reply/check_reply): a method return or error
@@ -148,6 +152,29 @@ bus_afbus_nfdbus_error (DBusError  *error,
   return FALSE;
 }
 
+/* The bus of an AF_BUS socket (a client's accepted socket or the
+ * master's listening one): the path as the master bound it, as
+ * connect() takes it. */
+static dbus_bool_t
+bus_of_socket (int                fd,
+               struct nfdbus_bus *bus)
+{
+  struct sockaddr_bus sa;
+  socklen_t len = sizeof (sa);
+
+  if (fd < 0 ||
+      getsockname (fd, (struct sockaddr *) &sa, &len) < 0 ||
+      len <= DBUS_AFBUS_SOCKADDR_NO_PATH)
+    return FALSE;
+
+  memset (bus, 0, sizeof (*bus));
+  bus->len = len - DBUS_AFBUS_SOCKADDR_NO_PATH;
+  if (bus->len > sizeof (bus->path))
+    bus->len = sizeof (bus->path);
+  memcpy (bus->path, sa.sbus_path, bus->len);
+  return TRUE;
+}
+
 /* The bus of an AF_BUS connection and the client's address: FALSE if
  * the connection is not an AF_BUS one (or is gone). */
 dbus_bool_t
@@ -155,22 +182,10 @@ bus_afbus_connection_bus (DBusConnection    *connection,
                           struct nfdbus_bus *bus,
                           dbus_uint64_t     *peer)
 {
-  struct sockaddr_bus sa;
-  socklen_t len = sizeof (sa);
   int fd;
 
-  if (!bus_afbus_connection_fd (connection, &fd, peer) ||
-      getsockname (fd, (struct sockaddr *) &sa, &len) < 0 ||
-      len <= DBUS_AFBUS_SOCKADDR_NO_PATH)
-    return FALSE;
-
-  /* The path as the master bound it, as connect() takes it. */
-  memset (bus, 0, sizeof (*bus));
-  bus->len = len - DBUS_AFBUS_SOCKADDR_NO_PATH;
-  if (bus->len > sizeof (bus->path))
-    bus->len = sizeof (bus->path);
-  memcpy (bus->path, sa.sbus_path, bus->len);
-  return TRUE;
+  return bus_afbus_connection_fd (connection, &fd, peer) &&
+         bus_of_socket (fd, bus);
 }
 
 /* The netlink socket to nfdbus, opened by bus_afbus_nfdbus_open_early()
@@ -255,11 +270,10 @@ kernel_reply_timeout (BusContext *context)
  * check, the policies and reply tracking; without reply tracking if the
  * kernel has none.  A negative errno on failure. */
 static int
-set_bus (DBusConnection          *connection,
+set_bus (BusContext              *context,
          const struct nfdbus_bus *bus)
 {
   const dbus_uint32_t flags = NFDBUS_BUS_CHECK_SENDER | NFDBUS_BUS_POLICY;
-  BusContext *context = bus_connection_get_context (connection);
   int err;
 
   if (kernel_replies)
@@ -287,6 +301,89 @@ set_bus (DBusConnection          *connection,
   return nfdbus_set_bus_flags (nfdbus, bus, flags);
 }
 
+/**
+ * Takes charge of the AF_BUS bus the daemon listens on, once it listens
+ * and knows its limits, before it tells anybody its address (bus.c):
+ * NFDBUS_CMD_SET_BUS, as the first Hello would.  Without nfdbus (a
+ * kernel built without it, or a netlink socket the daemon may not
+ * open) the kernel could neither keep signals from the clients that
+ * did not ask for them, nor check the SENDER and the bus policy of the
+ * messages AF_BUS clients send each other directly; rather than run
+ * such a bus, or fail every Hello, the daemon logs one warning and
+ * stops listening on its AF_BUS address, so that it serves its other
+ * addresses' clients as dbus-daemon does, and the fork's clients fall
+ * back to the next address of their list.  Fails only if no other
+ * address is left.
+ */
+dbus_bool_t
+bus_afbus_check_kernel (BusContext *context,
+                        DBusError  *error)
+{
+  DBusServer *server = bus_afbus_server (context);
+  DBusError tmp_error = DBUS_ERROR_INIT;
+  struct nfdbus_bus bus, *copy;
+  char *address;
+  int err;
+
+  if (server == NULL)
+    return TRUE;
+
+  if (!bus_of_socket (_dbus_server_afbus_get_fd (server), &bus))
+    {
+      dbus_set_error (&tmp_error, _dbus_error_from_errno (errno),
+                      "Cannot read the address of the AF_BUS bus: %s",
+                      _dbus_strerror (errno));
+    }
+  else if (bus_afbus_nfdbus (&tmp_error) != NULL)
+    {
+      err = set_bus (context, &bus);
+      if (err == 0)
+        {
+          /* Without memory the first Hello asks again. */
+          copy = dbus_new (struct nfdbus_bus, 1);
+          if (copy != NULL)
+            {
+              *copy = bus;
+              if (!_dbus_list_append (&managed_buses, copy))
+                dbus_free (copy);
+            }
+          return TRUE;
+        }
+      bus_afbus_nfdbus_error (&tmp_error, -err,
+                              "the kernel does not take charge of the bus");
+    }
+
+  if (dbus_error_has_name (&tmp_error, DBUS_ERROR_NO_MEMORY))
+    {
+      dbus_move_error (&tmp_error, error);
+      return FALSE;
+    }
+
+  address = dbus_server_get_address (server);
+  bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
+                   "Not listening on %s: the kernel cannot filter signals"
+                   " nor enforce the bus policy between AF_BUS clients"
+                   " (nfdbus: %s); clients use the bus's other addresses",
+                   address != NULL ? address : "afbus:", tmp_error.message);
+  dbus_free (address);
+
+  _dbus_list_remove (bus_context_get_servers (context), server);
+  dbus_server_disconnect (server);
+  dbus_server_unref (server);
+
+  if (_dbus_list_get_first_link (bus_context_get_servers (context)) == NULL)
+    {
+      dbus_set_error (error, DBUS_ERROR_NOT_SUPPORTED,
+                      "No address to listen on: the kernel has AF_BUS but"
+                      " cannot secure it (nfdbus: %s)", tmp_error.message);
+      dbus_error_free (&tmp_error);
+      return FALSE;
+    }
+
+  dbus_error_free (&tmp_error);
+  return TRUE;
+}
+
 dbus_bool_t
 bus_afbus_match_manage (DBusConnection *connection,
                         DBusError      *error)
@@ -309,7 +406,7 @@ bus_afbus_match_manage (DBusConnection *connection,
   if (bus_afbus_nfdbus (error) == NULL)
     goto failed;
 
-  err = set_bus (connection, &bus);
+  err = set_bus (bus_connection_get_context (connection), &bus);
   if (err < 0)
     {
       bus_afbus_nfdbus_error (error, -err,
@@ -522,6 +619,13 @@ bus_afbus_match_flush (DBusConnection *connection)
 }
 
 #else /* !DBUS_HAVE_AFBUS */
+
+dbus_bool_t
+bus_afbus_check_kernel (BusContext *context,
+                        DBusError  *error)
+{
+  return TRUE;
+}
 
 dbus_bool_t
 bus_afbus_match_set_monitor (DBusConnection *connection,

@@ -141,6 +141,38 @@ bus_afbus_server (BusContext *context)
   return NULL;
 }
 
+/* Why the daemon did not listen on an afbus: address of its
+ * configuration (bus_afbus_skip_listen()), for the error if it has no
+ * other address. */
+static char *skipped_listen = NULL;
+
+/**
+ * Whether the daemon goes on without a <listen> address it could not
+ * listen on: an afbus: address on a kernel without AF_BUS (socket()
+ * fails with EAFNOSUPPORT, which the AF_BUS server reports as
+ * NotSupported).  The daemon then logs one warning and serves its
+ * other addresses, as dbus-daemon would; the fork's clients fall back
+ * to the next address of their list.  Clears @error when it returns
+ * TRUE.
+ */
+dbus_bool_t
+bus_afbus_skip_listen (BusContext *context,
+                       const char *address,
+                       DBusError  *error)
+{
+  if (strncmp (address, "afbus:", strlen ("afbus:")) != 0 ||
+      !dbus_error_has_name (error, DBUS_ERROR_NOT_SUPPORTED))
+    return FALSE;
+
+  bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
+                   "Not listening on %s: %s; clients use the bus's other"
+                   " addresses", address, error->message);
+  dbus_free (skipped_listen);
+  skipped_listen = _dbus_strdup (error->message);
+  dbus_error_free (error);
+  return TRUE;
+}
+
 /**
  * Refuses a configuration that listens on more than one AF_BUS address.
  * The daemon names its AF_BUS clients after their kernel addresses
@@ -155,6 +187,15 @@ bus_afbus_check_listen (BusContext *context,
   DBusList **servers = bus_context_get_servers (context);
   DBusServer *first = bus_afbus_server (context);
   DBusList *link;
+
+  /* Every address was an afbus: one that the kernel cannot have. */
+  if (_dbus_list_get_first_link (servers) == NULL)
+    {
+      dbus_set_error (error, DBUS_ERROR_NOT_SUPPORTED,
+                      "No address to listen on: %s",
+                      skipped_listen != NULL ? skipped_listen : "none listed");
+      return FALSE;
+    }
 
   for (link = _dbus_list_get_first_link (servers); link != NULL;
        link = _dbus_list_get_next_link (servers, link))
@@ -560,6 +601,14 @@ bus_afbus_forwarded_after_dispatch (BusContext     *context,
 }
 
 #else /* !DBUS_HAVE_AFBUS */
+
+dbus_bool_t
+bus_afbus_skip_listen (BusContext *context,
+                       const char *address,
+                       DBusError  *error)
+{
+  return FALSE;
+}
 
 DBusServer *
 bus_afbus_server (BusContext *context)

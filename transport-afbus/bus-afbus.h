@@ -25,6 +25,9 @@
 DBusServer *bus_afbus_server              (BusContext     *context);
 dbus_bool_t bus_afbus_check_listen        (BusContext     *context,
                                            DBusError      *error);
+dbus_bool_t bus_afbus_skip_listen         (BusContext     *context,
+                                           const char     *address,
+                                           DBusError      *error);
 DBusConnection *bus_afbus_owner           (BusContext     *context,
                                            const char     *name);
 dbus_bool_t bus_afbus_connection_is_afbus (DBusConnection *connection);

@@ -631,6 +631,24 @@ _dbus_server_is_afbus (DBusServer *server)
 }
 
 /**
+ * The listening socket of an AF_BUS server (its bus master socket), or
+ * -1 for another server or one that is disconnected.
+ *
+ * @param server the server
+ * @returns the socket, or -1
+ */
+int
+_dbus_server_afbus_get_fd (DBusServer *server)
+{
+  DBusServerAfbus *afbus_server = (DBusServerAfbus *) server;
+
+  if (!_dbus_server_is_afbus (server) ||
+      !_dbus_socket_is_valid (afbus_server->fd))
+    return -1;
+  return afbus_server->fd.fd;
+}
+
+/**
  * Connects a client socket of the server's own process to its bus and
  * accepts it: the pair the daemon opens for each legacy client (C1, A1
  * in af_bus.txt).  Other clients' connections queued before ours on
@@ -743,6 +761,12 @@ dbus_bool_t
 _dbus_server_is_afbus (DBusServer *server)
 {
   return FALSE;
+}
+
+int
+_dbus_server_afbus_get_fd (DBusServer *server)
+{
+  return -1;
 }
 
 dbus_bool_t

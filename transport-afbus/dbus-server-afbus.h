@@ -35,6 +35,8 @@ dbus_bool_t _dbus_server_afbus_set_limits   (DBusServer *server,
 DBUS_PRIVATE_EXPORT
 dbus_bool_t _dbus_server_is_afbus           (DBusServer *server);
 DBUS_PRIVATE_EXPORT
+int         _dbus_server_afbus_get_fd       (DBusServer *server);
+DBUS_PRIVATE_EXPORT
 dbus_bool_t _dbus_server_afbus_connect_self (DBusServer *server,
                                              DBusSocket *client_fd_p,
                                              DBusSocket *accepted_fd_p,
