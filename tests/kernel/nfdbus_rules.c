@@ -3,7 +3,8 @@
  * nfdbus match rules (Documentation/networking/nfdbus.rst, "Match
  * rules"), every key checked through real multicasts on a D-Bus bus:
  * exactly the peers whose rules match receive, eavesdroppers get
- * everything, peers without rules nothing, and unicast is not filtered.
+ * everything, peers without rules nothing (they are not even asked), and
+ * unicast is not filtered.
  *
  * Peers: 0 sends, 1 gets the rule under test, 2 has no rule, 3 is an
  * eavesdropper (no rule), 4 owns the well-known name's address in some
@@ -153,6 +154,62 @@ TEST_F(rules, unmanaged_bus_unfiltered)
 	ASSERT_EQ(0, nfdbus_flush(self->b.h, &self->b.nb, self->b.p[1].addr));
 	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
 	ASSERT_EQ(0x8, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	free(m.data);
+}
+
+/*
+ * A client without rules is not asked about at all (AF_BUS skips it:
+ * afbus_mcast_opt_in()), so it is not counted as filtered; it gets no
+ * multicast, not even one whose header nfdbus cannot read. A client
+ * whose last rule goes, by RemoveMatch or by a flush, is the same again.
+ */
+TEST_F(rules, no_rules_not_asked)
+{
+	struct nfd_blob m = nfd_marshal(_metadata, &m1, false);
+	struct nfd_msg spec = m1;
+	struct nfdbus_stats st;
+	struct nfd_blob big;
+	char *path;
+
+	NFD_ADD(&self->b, 1, "member='Changed'", 0);
+	NFD_ADD(&self->b, 4, "member='Other'", 0);
+	st = nfd_stats(_metadata, &self->b);
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	/* 1 matches, 3 eavesdrops; 4 is asked and kept from it; 0 and 2,
+	 * without rules, are not asked
+	 */
+	ASSERT_EQ(0xa, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	ASSERT_EQ(st.filtered + 1, nfd_stats(_metadata, &self->b).filtered);
+
+	path = malloc(NFDBUS_PARSE_MAX + 2);
+	ASSERT_NE(NULL, path);
+	memset(path, 'a', NFDBUS_PARSE_MAX + 1);
+	path[0] = '/';
+	path[NFDBUS_PARSE_MAX + 1] = '\0';
+	spec.path = path;
+	big = nfd_marshal(_metadata, &spec, false);
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, big.data, big.len));
+	/* unreadable: to every client with rules, and the eavesdropper */
+	ASSERT_EQ(0x1a, nfd_receivers(_metadata, &self->b, big.data,
+				      big.len));
+
+	ASSERT_EQ(0, nfdbus_remove_match(self->b.h, &self->b.nb,
+					 self->b.p[1].addr, "member='Changed'"));
+	ASSERT_EQ(0, nfdbus_flush(self->b.h, &self->b.nb, self->b.p[4].addr));
+	st = nfd_stats(_metadata, &self->b);
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, big.data, big.len));
+	ASSERT_EQ(0x8, nfd_receivers(_metadata, &self->b, big.data,
+				     big.len));
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0x8, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	ASSERT_EQ(st.filtered, nfd_stats(_metadata, &self->b).filtered);
+
+	/* a rule again: asked again */
+	NFD_ADD(&self->b, 1, "member='Changed'", 0);
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0xa, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	free(big.data);
+	free(path);
 	free(m.data);
 }
 
