@@ -109,7 +109,8 @@ build_key() {
 				cat "$src"
 			done
 		done
-		find "$PACKAGING" -type f | LC_ALL=C sort | xargs cat
+		cat "$PACKAGING/debian-dir.patch" "$PACKAGING/changelog-entry"
+		for p in $NEW_PATCHES; do cat "$PACKAGING/patch-headers/$p"; done
 		echo "$DEB_BUILD_OPTIONS"
 		sha256sum <"$0"
 		gcc --version | head -1
