@@ -33,6 +33,12 @@ DEBS=$AFBUS_BUILD/debs
 WORK=$AFBUS_BUILD/debs-work
 KEY_FILE=$DEBS/.key
 LOG=$AFBUS_BUILD/debs.log
+# Who signs the changelog entry: DEBFULLNAME/DEBEMAIL as for dch, else
+# git's user.name/user.email, else a placeholder (lintian calls its
+# localhost address bogus-mail-host, an error).
+DEBFULLNAME=${DEBFULLNAME:-$(git -C "$AFBUS_TOP" config user.name 2>/dev/null || echo AF_BUS)}
+DEBEMAIL=${DEBEMAIL:-$(git -C "$AFBUS_TOP" config user.email 2>/dev/null || echo afbus@localhost)}
+export DEBFULLNAME DEBEMAIL
 DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-$([ "${AFBUS_DEBS_CHECK:-0}" = 1 ] || echo nocheck)}
 export DEB_BUILD_OPTIONS
 
@@ -111,7 +117,7 @@ build_key() {
 		done
 		cat "$PACKAGING/debian-dir.patch" "$PACKAGING/changelog-entry"
 		for p in $NEW_PATCHES; do cat "$PACKAGING/patch-headers/$p"; done
-		echo "$DEB_BUILD_OPTIONS"
+		echo "$DEB_BUILD_OPTIONS $DEBFULLNAME <$DEBEMAIL>"
 		sha256sum <"$0"
 		gcc --version | head -1
 		dpkg-query -W -f='${Version}\n' dpkg-dev debhelper
@@ -160,12 +166,12 @@ make_source_package() {
 	while IFS= read -r line; do
 		case $line in '#'* | '') continue ;; esac
 		if [ $first = 1 ]; then
-			(cd "$TREE" && DEBFULLNAME="AF_BUS" DEBEMAIL="afbus@localhost" \
+			(cd "$TREE" && \
 				dch --newversion "$version" --distribution bookworm --force-distribution \
 				-- "$line") >>"$LOG" 2>&1 || die "dch failed (see $LOG)"
 			first=0
 		else
-			(cd "$TREE" && DEBFULLNAME="AF_BUS" DEBEMAIL="afbus@localhost" \
+			(cd "$TREE" && \
 				dch --append -- "$line") >>"$LOG" 2>&1 || die "dch failed (see $LOG)"
 		fi
 	done <"$PACKAGING/changelog-entry"
