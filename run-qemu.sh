@@ -73,6 +73,9 @@
 #   AFBUS_BENCH_KERNEL=FILE --bench, --profile: boot this bzImage (a copy of
 #                           an earlier benchmark kernel, say) instead of
 #                           building the benchmark kernel
+#   AFBUS_BENCH_INITRAMFS=FILE  --bench, --profile: boot this initramfs (a
+#                           saved build/initramfs-bench.cpio.gz) instead of
+#                           building it: the same user space for two kernels
 set -eu
 . "$(dirname "$0")/build-aux/common.sh"
 
@@ -374,7 +377,11 @@ main() {
 		else
 			"$AFBUS_TOP/build-aux/kernel-build.sh" --bench >&2
 		fi
-		"$AFBUS_TOP/build-aux/mk-initramfs.sh" --$mode >&2
+		if [ -n "${AFBUS_BENCH_INITRAMFS:-}" ]; then
+			INITRAMFS=$AFBUS_BENCH_INITRAMFS
+		else
+			"$AFBUS_TOP/build-aux/mk-initramfs.sh" --$mode >&2
+		fi
 		;;
 	esac
 	# the Debian root file system (cached): also with AFBUS_SKIP_BUILD
