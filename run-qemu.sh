@@ -73,6 +73,8 @@
 #   AFBUS_BENCH_KERNEL=FILE --bench, --profile: boot this bzImage (a copy of
 #                           an earlier benchmark kernel, say) instead of
 #                           building the benchmark kernel
+#   AFBUS_BENCH_DIR=DIR     --bench: where its logs, results.json, tables
+#                           and plots go (default build/bench)
 #   AFBUS_BENCH_INITRAMFS=FILE  --bench, --profile: boot this initramfs (a
 #                           saved build/initramfs-bench.cpio.gz) instead of
 #                           building it: the same user space for two kernels
@@ -246,7 +248,7 @@ use_debug_kernel() {
 }
 
 # --bench: the benchmark guests (tests/bench/run-bench) and their report.
-BENCH_DIR=$AFBUS_BUILD/bench
+BENCH_DIR=${AFBUS_BENCH_DIR:-$AFBUS_BUILD/bench}
 # Under -icount with -smp 2, QEMU 7.2's round-robin TCG never gives the
 # second CPU time once it waits for the first one during boot, so the
 # deterministic mode has one CPU (README.md, "Benchmarks").
