@@ -62,6 +62,13 @@
  *   the kernel orders the client's direct messages after it.  While the
  *   owner's queue is backed up, or while an activation is pending or
  *   failed, Forwarded says 0.
+ *   Forwarded (s name, t address, u serial, s callee) also says, for a
+ *   method call the daemon forwarded to an AF_BUS client (not a legacy
+ *   one), which client is to answer call @serial through the kernel
+ *   (serial 0 and "" otherwise): the daemon keeps no pending reply for
+ *   it (bus_afbus_kernel_awaits_reply()), and the caller's library
+ *   watches the callee, as for its direct calls, to answer NoReply if
+ *   the callee leaves first.
  *
  * - Address moves are undone when the daemon cancels the transaction
  *   that made them (as it undoes the name ownership change).
@@ -71,7 +78,9 @@
  *   connections whose match rules ask for it: the client library of a
  *   peer that called it directly, through the kernel, answers its calls
  *   still waiting for a reply with NoReply, as the daemon answers the
- *   calls it forwarded.
+ *   calls it forwarded.  So does PeerGone (s well-known-name) for each
+ *   name it owned, sent before its unique name's, for the calls made
+ *   to the name's address.
  */
 
 /* The connection that owns the unique or well-known name @name, if any. */
@@ -459,6 +468,16 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
   new_conn = bus_afbus_owner (bus_transaction_get_context (transaction),
                               new_owner);
 
+  /* An AF_BUS owner of @name leaves the bus: PeerGone (name), as for its
+   * unique name, so that the libraries of the clients that called it
+   * straight through the name's address answer their calls NoReply. */
+  /* (Its socket may be closed already: the name's AF_BUS address says
+   * that AF_BUS clients may have called it directly.) */
+  if (old_conn != NULL && !dbus_connection_get_is_connected (old_conn) &&
+      bus_afbus_name_addr (name, FALSE, &addr) &&
+      !send_peer_gone (transaction, name, error))
+    return FALSE;
+
   if (!bus_afbus_connection_is_afbus (new_conn))
     new_conn = NULL;
 
@@ -518,11 +537,35 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
   return TRUE;
 }
 
+/*
+ * A call the daemon forwards from one AF_BUS client to another is
+ * answered through the kernel, which awaits the reply (nfdbus's
+ * NFDBUS_BUS_REPLIES: the master's call with the caller's SENDER); the
+ * daemon never sees that reply, so it keeps no pending reply of its own
+ * (bus_connections_expect_reply()), which would last until the callee
+ * leaves and then give the caller a NoReply for a call long answered,
+ * and count against max_replies_per_connection for ever.  The caller's
+ * libdbus learns of the callee from Forwarded and watches it, as for
+ * its direct calls.  Calls to and from legacy clients keep the daemon's
+ * record: the daemon sees their replies (through the legacy bridge).
+ */
+dbus_bool_t
+bus_afbus_kernel_awaits_reply (DBusConnection *sender,
+                               DBusConnection *recipient)
+{
+  return bus_afbus_kernel_tracks_replies () &&
+         bus_afbus_connection_is_afbus (sender) &&
+         bus_afbus_connection_is_afbus (recipient) &&
+         !bus_afbus_legacy_is_legacy (sender) &&
+         !bus_afbus_legacy_is_legacy (recipient);
+}
+
 dbus_bool_t
 bus_afbus_send_forwarded (BusTransaction *transaction,
                           DBusConnection *sender,
                           const char     *name,
                           dbus_bool_t     give_address,
+                          DBusMessage    *forwarded,
                           DBusError      *error)
 {
   BusRegistry *registry;
@@ -531,6 +574,8 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
   DBusMessage *message;
   DBusString str;
   dbus_uint64_t addr = 0;
+  dbus_uint32_t serial = 0;
+  const char *callee = "";
   dbus_bool_t ok;
 
   /* Legacy clients send everything through the daemon. */
@@ -554,6 +599,19 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
       !bus_afbus_name_addr (name, FALSE, &addr))
     addr = 0;
 
+  /* The call @forwarded went to @owner, which answers it through the
+   * kernel: the sender watches @owner for it
+   * (bus_afbus_kernel_awaits_reply()). */
+  if (forwarded != NULL && owner != NULL &&
+      dbus_message_get_type (forwarded) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
+      !dbus_message_get_no_reply (forwarded) &&
+      bus_afbus_kernel_awaits_reply (sender, owner) &&
+      bus_connection_get_name (owner) != NULL)
+    {
+      serial = dbus_message_get_serial (forwarded);
+      callee = bus_connection_get_name (owner);
+    }
+
   message = dbus_message_new_signal (DBUS_PATH_DBUS, DBUS_INTERFACE_AFBUS,
                                      "Forwarded");
   if (message == NULL)
@@ -565,6 +623,8 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
   ok = dbus_message_append_args (message,
                                  DBUS_TYPE_STRING, &name,
                                  DBUS_TYPE_UINT64, &addr,
+                                 DBUS_TYPE_UINT32, &serial,
+                                 DBUS_TYPE_STRING, &callee,
                                  DBUS_TYPE_INVALID) &&
        bus_transaction_send_from_driver (transaction, sender, message);
   dbus_message_unref (message);
@@ -578,7 +638,8 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
 void
 bus_afbus_forwarded_after_dispatch (BusContext     *context,
                                     DBusConnection *sender,
-                                    const char     *name)
+                                    const char     *name,
+                                    DBusMessage    *message)
 {
   BusTransaction *transaction;
 
@@ -591,7 +652,8 @@ bus_afbus_forwarded_after_dispatch (BusContext     *context,
   if (transaction == NULL)
     return;
 
-  if (!bus_afbus_send_forwarded (transaction, sender, name, TRUE, NULL))
+  if (!bus_afbus_send_forwarded (transaction, sender, name, TRUE, message,
+                                 NULL))
     {
       bus_transaction_cancel_and_free (transaction);
       return;
@@ -676,6 +738,7 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
                           DBusConnection *sender,
                           const char     *name,
                           dbus_bool_t     give_address,
+                          DBusMessage    *forwarded,
                           DBusError      *error)
 {
   return TRUE;
@@ -684,8 +747,16 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
 void
 bus_afbus_forwarded_after_dispatch (BusContext     *context,
                                     DBusConnection *sender,
-                                    const char     *name)
+                                    const char     *name,
+                                    DBusMessage    *message)
 {
+}
+
+dbus_bool_t
+bus_afbus_kernel_awaits_reply (DBusConnection *sender,
+                               DBusConnection *recipient)
+{
+  return FALSE;
 }
 
 

@@ -51,9 +51,17 @@ dbus_bool_t bus_afbus_send_forwarded      (BusTransaction *transaction,
                                            DBusConnection *sender,
                                            const char     *name,
                                            dbus_bool_t     give_address,
+                                           DBusMessage    *message,
                                            DBusError      *error);
 void        bus_afbus_forwarded_after_dispatch (BusContext     *context,
                                            DBusConnection *sender,
-                                           const char     *name);
+                                           const char     *name,
+                                           DBusMessage    *message);
+/* Whether the kernel, not the daemon, awaits the reply to a call the
+ * daemon forwards from @sender to @recipient (both AF_BUS clients, not
+ * legacy ones, on a kernel that tracks replies): the callee answers
+ * through the kernel, and the daemon would never see the reply. */
+dbus_bool_t bus_afbus_kernel_awaits_reply (DBusConnection *sender,
+                                           DBusConnection *recipient);
 
 #endif /* BUS_AFBUS_H */

@@ -412,6 +412,8 @@ _dbus_afbus_name_cache_forwarded (DBusAfbusNameCache *cache,
 typedef struct
 {
   dbus_uint64_t addr;           /**< the peer's address, 0 if the slot is free */
+  char *name;                   /**< for a well-known name's address, the
+                                 *   name; else NULL */
   DBusList *serials;            /**< our calls to it still waiting for a reply */
   dbus_uint32_t check_serial;   /**< our GetNameOwner about it, 0 if answered */
   unsigned long last_use;       /**< LRU clock at the last call */
@@ -460,7 +462,10 @@ _dbus_afbus_peers_free (DBusAfbusPeers *peers)
     return;
 
   for (i = 0; i < DBUS_AFBUS_PEER_WATCH_SIZE; i++)
-    _dbus_list_clear (&peers->entries[i].serials);
+    {
+      _dbus_list_clear (&peers->entries[i].serials);
+      dbus_free (peers->entries[i].name);
+    }
 
   dbus_free (peers);
 }
@@ -480,24 +485,31 @@ peers_find (DBusAfbusPeers *peers,
 
 /**
  * Records a method call expecting a reply, sent straight to the peer at
- * @p addr.  *watch is set when the peer was not watched yet and the
- * caller must start watching it; *unwatch to the address of a peer
- * whose watch the caller must end (0 if none).
+ * @p addr: a client's unique address, or the address of the well-known
+ * name @p name (NULL for a unique address).  *watch is set when the
+ * peer was not watched yet and the caller must start watching it;
+ * *unwatch to the address of a peer whose watch the caller must end (0
+ * if none), and *unwatch_name to its name if it was a well-known name's
+ * (which the caller frees).
  *
  * @returns #FALSE if no memory (the call is then not recorded)
  */
 dbus_bool_t
 _dbus_afbus_peers_call_sent (DBusAfbusPeers *peers,
                              dbus_uint64_t   addr,
+                             const char     *name,
                              dbus_uint32_t   serial,
                              dbus_bool_t    *watch,
-                             dbus_uint64_t  *unwatch)
+                             dbus_uint64_t  *unwatch,
+                             char          **unwatch_name)
 {
   DBusAfbusPeer *e, *victim = NULL;
+  char *copy = NULL;
   int i;
 
   *watch = FALSE;
   *unwatch = 0;
+  *unwatch_name = NULL;
 
   e = peers_find (peers, addr);
   if (e == NULL)
@@ -523,10 +535,15 @@ _dbus_afbus_peers_call_sent (DBusAfbusPeers *peers,
           return TRUE;
         }
 
+      if (name != NULL && (copy = _dbus_strdup (name)) == NULL)
+        return FALSE;
+
       *unwatch = victim->addr;
+      *unwatch_name = victim->name;
       *watch = TRUE;
       e = victim;
       e->addr = addr;
+      e->name = copy;
       e->check_serial = 0;
     }
 
@@ -582,7 +599,9 @@ _dbus_afbus_peers_take_check_serial (DBusAfbusPeers *peers,
 
 /**
  * Records a reply (or error) from @p addr to our call @p reply_serial;
- * @p addr 0 (the daemon) may answer a call to any peer.
+ * @p addr 0 (the daemon) may answer a call to any peer, and any peer a
+ * call to a well-known name's address (the kernel checks that replies
+ * come from the callee).
  */
 void
 _dbus_afbus_peers_reply_received (DBusAfbusPeers *peers,
@@ -595,30 +614,63 @@ _dbus_afbus_peers_reply_received (DBusAfbusPeers *peers,
     {
       DBusAfbusPeer *e = &peers->entries[i];
 
-      if (e->addr != 0 && (addr == 0 || e->addr == addr) &&
+      /* A well-known name's address: the reply comes from its owner's
+       * unique address. */
+      if (e->addr != 0 && (addr == 0 || e->addr == addr || e->name != NULL) &&
           _dbus_list_remove (&e->serials, _DBUS_INT_TO_POINTER (reply_serial)))
         return;
     }
 }
 
 /**
+ * The address of the watched well-known name @p name.
+ *
+ * @returns #FALSE if that name is not watched
+ */
+dbus_bool_t
+_dbus_afbus_peers_addr_of_name (DBusAfbusPeers *peers,
+                                const char     *name,
+                                dbus_uint64_t  *addr)
+{
+  int i;
+
+  for (i = 0; i < DBUS_AFBUS_PEER_WATCH_SIZE; i++)
+    {
+      DBusAfbusPeer *e = &peers->entries[i];
+
+      if (e->addr != 0 && e->name != NULL && strcmp (e->name, name) == 0)
+        {
+          *addr = e->addr;
+          return TRUE;
+        }
+    }
+
+  return FALSE;
+}
+
+/**
  * The peer at @p addr is gone: ends its watch and gives the serials of
- * the calls still waiting for its reply (a list the caller clears).
+ * the calls still waiting for its reply (a list the caller clears), and
+ * its well-known name if it was one (NULL else; the caller frees it).
  *
  * @returns #FALSE if the peer was not watched
  */
 dbus_bool_t
 _dbus_afbus_peers_gone (DBusAfbusPeers  *peers,
                         dbus_uint64_t    addr,
-                        DBusList       **serials)
+                        DBusList       **serials,
+                        char           **name)
 {
   DBusAfbusPeer *e = peers_find (peers, addr);
 
   *serials = NULL;
+  *name = NULL;
   if (e == NULL || addr == 0)
     return FALSE;
 
   *serials = e->serials;
+  *name = e->name;
+  e->name = NULL;
   e->serials = NULL;
   e->addr = 0;
   e->check_serial = 0;

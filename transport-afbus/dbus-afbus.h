@@ -109,9 +109,11 @@ DBusAfbusPeers *_dbus_afbus_peers_new           (void);
 void          _dbus_afbus_peers_free            (DBusAfbusPeers     *peers);
 dbus_bool_t   _dbus_afbus_peers_call_sent       (DBusAfbusPeers     *peers,
                                                  dbus_uint64_t       addr,
+                                                 const char         *name,
                                                  dbus_uint32_t       serial,
                                                  dbus_bool_t        *watch,
-                                                 dbus_uint64_t      *unwatch);
+                                                 dbus_uint64_t      *unwatch,
+                                                 char              **unwatch_name);
 void          _dbus_afbus_peers_set_check_serial (DBusAfbusPeers    *peers,
                                                  dbus_uint64_t       addr,
                                                  dbus_uint32_t       serial);
@@ -121,9 +123,13 @@ dbus_bool_t   _dbus_afbus_peers_take_check_serial (DBusAfbusPeers   *peers,
 void          _dbus_afbus_peers_reply_received  (DBusAfbusPeers     *peers,
                                                  dbus_uint64_t       addr,
                                                  dbus_uint32_t       reply_serial);
+dbus_bool_t   _dbus_afbus_peers_addr_of_name    (DBusAfbusPeers     *peers,
+                                                 const char         *name,
+                                                 dbus_uint64_t      *addr);
 dbus_bool_t   _dbus_afbus_peers_gone            (DBusAfbusPeers     *peers,
                                                  dbus_uint64_t       addr,
-                                                 DBusList          **serials);
+                                                 DBusList          **serials,
+                                                 char              **name);
 
 DBUS_END_DECLS
 

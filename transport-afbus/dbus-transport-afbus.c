@@ -33,6 +33,7 @@
 #include <sys/uio.h>
 
 #include "dbus-address.h"
+#include "dbus-hash.h"
 #include "dbus-message-private.h"
 #include "dbus-sysdeps-unix.h"
 #include "dbus-watch.h"
@@ -88,6 +89,10 @@ struct DBusTransportAfbus
   DBusString own_name;                  /**< Client: our unique name */
   DBusAfbusNameCache *names;            /**< Client: well-known name cache */
   DBusAfbusPeers *peers;                /**< Client: peers we called directly */
+  DBusHashTable *master_calls;          /**< Client: serials of our calls to
+                                         *   well-known names sent through
+                                         *   the daemon, not yet answered
+                                         *   nor told of by Forwarded */
   DBusList *internal;                   /**< Client: our own messages to the
                                          *   daemon (peer watches) not yet
                                          *   written */
@@ -139,6 +144,8 @@ afbus_finalize (DBusTransport *transport)
   _dbus_string_free (&afbus_transport->own_name);
   _dbus_afbus_name_cache_free (afbus_transport->names);
   _dbus_afbus_peers_free (afbus_transport->peers);
+  if (afbus_transport->master_calls != NULL)
+    _dbus_hash_table_unref (afbus_transport->master_calls);
   _dbus_list_clear_full (&afbus_transport->internal,
                          (DBusFreeFunction) dbus_message_unref);
   _dbus_transport_finalize_base (transport);
@@ -715,11 +722,15 @@ queue_internal_call (DBusTransportAfbus *afbus_transport,
   return serial;
 }
 
-/* Asks the daemon for PeerGone about @addr (@add) or no longer (!@add).
- * FALSE if no memory. */
+/* Asks the daemon for PeerGone about @addr (@add) or no longer (!@add):
+ * a client's unique address, or the address of the well-known name
+ * @well_known (NULL for a unique address), about which the daemon sends
+ * PeerGone (name) when an owner of the name leaves the bus.  FALSE if
+ * no memory. */
 static dbus_bool_t
 watch_peer (DBusTransportAfbus *afbus_transport,
             dbus_uint64_t       addr,
+            const char         *well_known,
             dbus_bool_t         add)
 {
   DBusString name, rule;
@@ -733,7 +744,8 @@ watch_peer (DBusTransportAfbus *afbus_transport,
       return FALSE;
     }
 
-  if (!_dbus_afbus_unique_name_from_addr (addr, &name) ||
+  if ((well_known != NULL ? !_dbus_string_append (&name, well_known) :
+       !_dbus_afbus_unique_name_from_addr (addr, &name)) ||
       !_dbus_string_append_printf (&rule, AFBUS_PEER_GONE_RULE,
                                    _dbus_string_get_const_data (&name)))
     goto out;
@@ -771,36 +783,91 @@ watch_peer (DBusTransportAfbus *afbus_transport,
   return ok;
 }
 
-/* Records a method call sent straight to a peer, and watches the peer. */
+/* Records our call @serial, which the peer at @dest (the owner of the
+ * well-known name @well_known at that address, or NULL) is to answer
+ * straight through the kernel, and watches the peer. */
+static void
+watch_call (DBusTransportAfbus *afbus_transport,
+            dbus_uint64_t       dest,
+            const char         *well_known,
+            dbus_uint32_t       serial)
+{
+  dbus_bool_t watch;
+  dbus_uint64_t unwatch;
+  char *unwatch_name;
+
+  /* Without memory the call is not watched: it may wait for its timeout. */
+  if (!_dbus_afbus_peers_call_sent (afbus_transport->peers, dest, well_known,
+                                    serial, &watch, &unwatch, &unwatch_name))
+    return;
+
+  if (unwatch != 0)
+    watch_peer (afbus_transport, unwatch, unwatch_name, FALSE);
+  dbus_free (unwatch_name);
+  if (watch && !watch_peer (afbus_transport, dest, well_known, TRUE))
+    {
+      DBusList *serials;
+      char *name;
+
+      /* Not watched after all: forget it, to try again next time. */
+      _dbus_afbus_peers_gone (afbus_transport->peers, dest, &serials, &name);
+      _dbus_list_clear (&serials);
+      dbus_free (name);
+    }
+}
+
+/* Records a method call sent straight to a peer, by its unique name or
+ * by a well-known name's address, and watches the peer (or the name:
+ * the daemon says when an owner of it leaves). */
 static void
 direct_call_sent (DBusTransportAfbus *afbus_transport,
                   DBusMessage        *message,
                   dbus_uint64_t       dest)
 {
-  dbus_bool_t watch;
-  dbus_uint64_t unwatch;
+  const char *well_known = NULL;
 
   if (dbus_message_get_type (message) != DBUS_MESSAGE_TYPE_METHOD_CALL ||
-      dbus_message_get_no_reply (message) ||
-      (dest >> BUS_PREFIX_SHIFT) != 0)
+      dbus_message_get_no_reply (message))
     return;
 
-  /* Without memory the call is not watched: it may wait for its timeout. */
-  if (!_dbus_afbus_peers_call_sent (afbus_transport->peers, dest,
-                                    dbus_message_get_serial (message),
-                                    &watch, &unwatch))
-    return;
-
-  if (unwatch != 0)
-    watch_peer (afbus_transport, unwatch, FALSE);
-  if (watch && !watch_peer (afbus_transport, dest, TRUE))
+  if ((dest >> BUS_PREFIX_SHIFT) == DBUS_AFBUS_NAME_PREFIX)
     {
-      DBusList *serials;
-
-      /* Not watched after all: forget it, to try again next time. */
-      _dbus_afbus_peers_gone (afbus_transport->peers, dest, &serials);
-      _dbus_list_clear (&serials);
+      well_known = dbus_message_get_destination (message);
+      if (well_known == NULL || well_known[0] == ':')
+        return;
     }
+  else if ((dest >> BUS_PREFIX_SHIFT) != 0)
+    {
+      return;
+    }
+
+  watch_call (afbus_transport, dest, well_known,
+              dbus_message_get_serial (message));
+}
+
+/* At most this many of our calls through the daemon wait for their
+ * Forwarded (which comes right after the daemon dispatched them); past
+ * it a call whose callee leaves without answering waits for its own
+ * timeout. */
+#define AFBUS_MASTER_CALLS_MAX 4096
+
+/* A method call to a well-known name sent to the daemon: if the daemon
+ * forwards it to an AF_BUS client, the callee answers through the
+ * kernel, and the daemon's Forwarded names it (handle_forwarded()). */
+static void
+master_call_sent (DBusTransportAfbus *afbus_transport,
+                  DBusMessage        *message)
+{
+  if (dbus_message_get_type (message) != DBUS_MESSAGE_TYPE_METHOD_CALL ||
+      dbus_message_get_no_reply (message) ||
+      _dbus_hash_table_get_n_entries (afbus_transport->master_calls) >=
+      AFBUS_MASTER_CALLS_MAX)
+    return;
+
+  /* Without memory: no NoReply if the callee leaves. */
+  _dbus_hash_table_insert_uintptr (afbus_transport->master_calls,
+                                   dbus_message_get_serial (message),
+                                   afbus_transport);
 }
 
 /*
@@ -851,12 +918,15 @@ peer_gone (DBusTransportAfbus *afbus_transport,
   DBusList *serials = NULL;
   DBusList *link;
   dbus_bool_t ok = TRUE;
+  char *well_known;
 
-  if (!_dbus_afbus_peers_gone (afbus_transport->peers, addr, &serials))
+  if (!_dbus_afbus_peers_gone (afbus_transport->peers, addr, &serials,
+                               &well_known))
     return TRUE;
 
   /* The daemon keeps our rule after the peer left: remove it. */
-  watch_peer (afbus_transport, addr, FALSE);
+  watch_peer (afbus_transport, addr, well_known, FALSE);
+  dbus_free (well_known);
 
   for (link = serials; link != NULL; link = _dbus_list_get_next_link (&serials, link))
     {
@@ -920,7 +990,9 @@ handle_internal (DBusTransportAfbus *afbus_transport,
       *eaten = TRUE;
       if (dbus_message_get_args (message, NULL, DBUS_TYPE_STRING, &name,
                                  DBUS_TYPE_INVALID) &&
-          _dbus_afbus_addr_from_unique_name (name, &addr))
+          (name[0] == ':' ?
+           _dbus_afbus_addr_from_unique_name (name, &addr) :
+           _dbus_afbus_peers_addr_of_name (afbus_transport->peers, name, &addr)))
         return peer_gone (afbus_transport, addr);
       return TRUE;
     }
@@ -1011,6 +1083,9 @@ do_writing (DBusTransport *transport)
               write_internal (afbus_transport);
             }
 
+          if (well_known != NULL)
+            master_call_sent (afbus_transport, message);
+
           /* Counted before it is gone: the message owns @well_known. */
           if (well_known != NULL &&
               !_dbus_afbus_name_cache_sent_to_master (afbus_transport->names,
@@ -1091,6 +1166,40 @@ handle_forwarded (DBusTransportAfbus *afbus_transport,
       return TRUE;
     }
 
+  /* (u serial, s callee): the daemon forwarded our call @serial to the
+   * AF_BUS client @callee, which answers through the kernel; the daemon
+   * keeps no record of it, so we watch the callee as for a direct call,
+   * unless its answer came first. */
+  {
+    DBusMessageIter iter;
+    dbus_uint32_t serial = 0;
+    const char *callee = NULL;
+    dbus_uint64_t callee_addr;
+
+    dbus_message_iter_init (message, &iter);
+    if (dbus_message_iter_next (&iter) && dbus_message_iter_next (&iter) &&
+        dbus_message_iter_get_arg_type (&iter) == DBUS_TYPE_UINT32)
+      {
+        dbus_message_iter_get_basic (&iter, &serial);
+        if (dbus_message_iter_next (&iter) &&
+            dbus_message_iter_get_arg_type (&iter) == DBUS_TYPE_STRING)
+          dbus_message_iter_get_basic (&iter, &callee);
+      }
+
+    if (serial != 0 && callee != NULL &&
+        _dbus_hash_table_remove_uintptr (afbus_transport->master_calls, serial) &&
+        _dbus_afbus_addr_from_unique_name (callee, &callee_addr) &&
+        (callee_addr >> BUS_PREFIX_SHIFT) == 0)
+      {
+        watch_call (afbus_transport, callee_addr, NULL, serial);
+        /* The watch's AddMatch and GetNameOwner now, not with our next
+         * message (the application may be blocked waiting for this
+         * call's reply); a full socket: the write watch. */
+        write_internal (afbus_transport);
+        check_write_watch ((DBusTransport *) afbus_transport);
+      }
+  }
+
   return _dbus_afbus_name_cache_forwarded (afbus_transport->names, name, addr);
 }
 
@@ -1127,6 +1236,11 @@ check_incoming (DBusTransportAfbus *afbus_transport,
       message = _dbus_message_loader_peek_message (loader);
       if (message == NULL)
         return TRUE;
+
+      if (dbus_message_get_reply_serial (message) != 0 &&
+          afbus_transport->master_calls != NULL)
+        _dbus_hash_table_remove_uintptr (afbus_transport->master_calls,
+                                         dbus_message_get_reply_serial (message));
 
       if (!handle_internal (afbus_transport, message, &eaten))
         return FALSE;
@@ -1173,8 +1287,12 @@ check_incoming (DBusTransportAfbus *afbus_transport,
 
       if (!drop && afbus_transport->peers != NULL &&
           dbus_message_get_reply_serial (message) != 0)
-        _dbus_afbus_peers_reply_received (afbus_transport->peers, source,
-                                          dbus_message_get_reply_serial (message));
+        {
+          _dbus_afbus_peers_reply_received (afbus_transport->peers, source,
+                                            dbus_message_get_reply_serial (message));
+          _dbus_hash_table_remove_uintptr (afbus_transport->master_calls,
+                                           dbus_message_get_reply_serial (message));
+        }
     }
 
   if (drop)
@@ -1555,6 +1673,11 @@ afbus_transport_new (DBusSocket        fd,
       afbus_transport->peers = _dbus_afbus_peers_new ();
       if (afbus_transport->peers == NULL)
         goto failed;
+
+      afbus_transport->master_calls =
+        _dbus_hash_table_new (DBUS_HASH_UINTPTR, NULL, NULL);
+      if (afbus_transport->master_calls == NULL)
+        goto failed;
     }
 
   afbus_transport->write_watch = _dbus_watch_new (_dbus_socket_get_pollable (fd),
@@ -1599,6 +1722,8 @@ afbus_transport_new (DBusSocket        fd,
     }
   _dbus_afbus_name_cache_free (afbus_transport->names);
   _dbus_afbus_peers_free (afbus_transport->peers);
+  if (afbus_transport->master_calls != NULL)
+    _dbus_hash_table_unref (afbus_transport->master_calls);
   _dbus_string_free (&afbus_transport->own_name);
   dbus_free (afbus_transport);
   return NULL;

@@ -39,6 +39,29 @@ killed_mid_call "direct call, with the application's own NameOwnerChanged rule" 
 expect_match "... which still gets its NameOwnerChanged, and no PeerGone" \
 	'^noc 1 peergone 0$' "$(tail -n 1 /tmp/nr-call.out)"
 
+# A call straight to a well-known name's address (the caller's library
+# has it from Forwarded) whose owner dies mid-call: NoReply at once too
+# (issue 17, item 2); the daemon sends PeerGone with the name, for which
+# the library watches the names it calls directly.
+afbus-echo-service com.example.HangByName >/tmp/nr-svcn.out 2>&1 &
+svcn_pid=$!
+wait_for_name com.example.HangByName || not_ok "by name: the service gets its name"
+afbus-daemon-calls hang com.example.HangByName 20000 >/tmp/nr-calln.out 2>&1 &
+caller=$!
+sleep 3
+kill -9 $svcn_pid
+wait $svcn_pid 2>/dev/null
+wait $caller
+out=$(cat /tmp/nr-calln.out)
+expect_match "direct call by well-known name: the caller had the name's address" \
+	'^forwarded [1-9][0-9]* ' "$out"
+expect_match "... and gets NoReply: recipient disconnected" \
+	'^error org\.freedesktop\.DBus\.Error\.NoReply: Message recipient disconnected' "$out"
+ms=$(printf '%s\n' "$out" | sed -n 's/^elapsed-ms //p')
+check "... before the call's 20 s timeout (took ${ms} ms)" \
+	test "${ms:-20000}" -lt 15000
+expect_match "... and no stray reply" ' stray 0$' "$out"
+
 # A peer already gone when the call is made: the kernel routes the call
 # to the daemon, which has no such name.
 out=$(timeout 20 afbus-direct-call "$svc" Echo 20000 2>&1)
