@@ -213,6 +213,63 @@ TEST_F(rules, no_rules_not_asked)
 	free(m.data);
 }
 
+/* Does peer 1 get a signal like m1 with @member? */
+static bool member_reaches_1(struct __test_metadata *_metadata,
+			     struct nfd_bus *b, const char *member)
+{
+	struct nfd_msg spec = m1;
+	struct nfd_blob m;
+	unsigned int got;
+
+	spec.member = member;
+	m = nfd_marshal(_metadata, &spec, false);
+	EXPECT_EQ(0, nfd_mcast(b, 0, m.data, m.len));
+	got = nfd_receivers(_metadata, b, m.data, m.len);
+	free(m.data);
+	return got & 0x2;
+}
+
+/*
+ * Rules are looked up by the member they name (hashed), and rules that
+ * name none are always tried: with 64 rules on as many members (which
+ * share hash lists), a signal reaches the peer exactly when one names
+ * its member, or when a rule without a member matches it; removing one
+ * rule leaves the others of its list.
+ */
+TEST_F(rules, member_index)
+{
+	char rule[64], member[16];
+	int i;
+
+	for (i = 0; i < 64; i++) {
+		snprintf(rule, sizeof(rule), "member='M%d'", i);
+		NFD_ADD(&self->b, 1, rule, 0);
+	}
+	for (i = 0; i < 64; i++) {
+		snprintf(member, sizeof(member), "M%d", i);
+		ASSERT_TRUE(member_reaches_1(_metadata, &self->b, member))
+			TH_LOG("member %s", member);
+	}
+	ASSERT_FALSE(member_reaches_1(_metadata, &self->b, "M64"));
+	ASSERT_FALSE(member_reaches_1(_metadata, &self->b, "M"));
+	ASSERT_FALSE(member_reaches_1(_metadata, &self->b, "Changed"));
+
+	ASSERT_EQ(0, nfdbus_remove_match(self->b.h, &self->b.nb,
+					 self->b.p[1].addr, "member='M17'"));
+	ASSERT_FALSE(member_reaches_1(_metadata, &self->b, "M17"));
+	ASSERT_TRUE(member_reaches_1(_metadata, &self->b, "M16"));
+	ASSERT_TRUE(member_reaches_1(_metadata, &self->b, "M63"));
+
+	/* no member named: tried for every member */
+	NFD_ADD(&self->b, 1, "interface='org.ex.Iface',path='/org/ex/Obj'", 0);
+	ASSERT_TRUE(member_reaches_1(_metadata, &self->b, "M17"));
+	ASSERT_TRUE(member_reaches_1(_metadata, &self->b, "Changed"));
+
+	ASSERT_EQ(0, nfdbus_flush(self->b.h, &self->b.nb, self->b.p[1].addr));
+	ASSERT_FALSE(member_reaches_1(_metadata, &self->b, "M16"));
+	ASSERT_FALSE(member_reaches_1(_metadata, &self->b, "Changed"));
+}
+
 /* Several peers with different rules: one message, the exact set. */
 TEST_F(rules, several_peers)
 {
