@@ -224,6 +224,54 @@ def ratio_of(rat, name, metric, **tags):
     return None
 
 
+def mem_median(entries, grp, k, bus, metric):
+    e = find(entries, bench=grp + "-mem", bus=bus, **{grp: k})
+    if not e or metric not in e["figures"]:
+        return None
+    return e["figures"][metric]["median"]
+
+
+def memory_table(entries, w0, w):
+    """Memory per idle peer (the deltas with the most peers, divided by
+    their number) and per match rule (with the most rules, less with the
+    fewest, divided by the difference), kernel slab and daemon RSS."""
+    lines = []
+    buses = [b for b in BUSES if b != "peer-to-peer"]
+    peers = sorted({int(e["tags"]["peers"]) for e in entries
+                    if e["tags"]["bench"] == "peers-mem"})
+    rules = sorted({int(e["tags"]["rules"]) for e in entries
+                    if e["tags"]["bench"] == "rules-mem"})
+    if not peers and not rules:
+        return lines
+    lines.append("")
+    lines.append("Memory: kernel slab (/proc/meminfo Slab) and the daemon's RSS,"
+                 " deltas as the idle peers and rules are set up")
+    lines.append(("%-*s" % (w0, "")) + "".join("%*s" % (w, SHORT.get(b, b)) for b in buses))
+
+    def row(label, vals):
+        lines.append(("%-*s" % (w0, label)) +
+                     "".join("%*s" % (w, "-" if v is None else "%.2f" % v) for v in vals))
+
+    if peers:
+        k = peers[-1]
+        for metric, what in (("slab_kb", "kernel"), ("daemon_rss_kb", "daemon")):
+            vals = []
+            for b in buses:
+                v = mem_median(entries, "peers", k, b, metric)
+                vals.append(None if v is None else v / k)
+            row("per idle peer (P=%d): %s KiB" % (k, what), vals)
+    if len(rules) > 1:
+        lo, hi = rules[0], rules[-1]
+        for metric, what in (("slab_kb", "kernel"), ("daemon_rss_kb", "daemon")):
+            vals = []
+            for b in buses:
+                a = mem_median(entries, "rules", hi, b, metric)
+                z = mem_median(entries, "rules", lo, b, metric)
+                vals.append(None if a is None or z is None else (a - z) * 1024 / (hi - lo))
+            row("per rule (R=%d-%d): %s bytes" % (lo, hi, what), vals)
+    return lines
+
+
 def table(entries, rat, guest, mode):
     lines = []
     w0, w = 32, 14
@@ -295,6 +343,7 @@ def table(entries, rat, guest, mode):
             k = e["tags"][grp]
             bus_row("%s=%s signals delivered/s" % (grp[0].upper(), k), "msgs_per_s",
                     bench=grp + "-signals", **{grp: k})
+    lines.extend(memory_table(entries, w0, w))
     raw = [e for e in entries if e["tags"]["bench"].startswith("raw-")
            and e["tags"].get("family") == "bus"]
     if raw:
