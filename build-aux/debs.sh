@@ -18,7 +18,9 @@
 #      DEB_BUILD_OPTIONS=nocheck unless AFBUS_DEBS_CHECK=1: upstream's
 #      tests run in build-aux/dbus-check.sh).
 # Outputs: build/debs/ (the .debs, .udebs, the source package, .changes,
-# .buildinfo), redone only when an input changes (build/debs/.key).
+# .buildinfo), redone only when an input changes (build/debs/.key, the
+# checksum of the list of inputs build/debs/.key-inputs).  --status only
+# says whether build/debs is up to date (exit 0) and what changed.
 # Log: build/debs.log.
 set -eu
 . "$(dirname "$0")/common.sh"
@@ -98,30 +100,26 @@ fetch_source() {
 	echo "$dsc"
 }
 
-build_key() {
+# The inputs, one "checksum  name" line each (build/debs/.key-inputs);
+# the key is the checksum of the list.
+key_inputs() {
 	local p src dst
-	{
-		basename "$1"
-		sha256sum "$1" | cut -d' ' -f1
-		for p in $(dbus_series_patches); do
-			[ -f "$DBUS_PATCHES/$p" ] || die "dbus/series names $p, which does not exist"
-			echo "== $p"
-			cat "$DBUS_PATCHES/$p"
+	sha256sum "$1" | sed "s|  .*|  $(basename "$1")|"
+	for p in $(dbus_series_patches); do
+		[ -f "$DBUS_PATCHES/$p" ] || die "dbus/series names $p, which does not exist"
+		(cd "$AFBUS_TOP" && sha256sum "dbus/$p")
+	done
+	for p in $NEW_PATCHES; do
+		new_files "$p" | while read -r src dst; do
+			echo "$(sha256sum <"$src" | cut -d' ' -f1)  $dst"
 		done
-		for p in $NEW_PATCHES; do
-			new_files "$p" | while read -r src dst; do
-				[ -f "$src" ] || die "$src is missing (the kernel headers: make kernel)"
-				echo "== $dst"
-				cat "$src"
-			done
-		done
-		cat "$PACKAGING/debian-dir.patch" "$PACKAGING/changelog-entry"
-		for p in $NEW_PATCHES; do cat "$PACKAGING/patch-headers/$p"; done
-		echo "$DEB_BUILD_OPTIONS $DEBFULLNAME <$DEBEMAIL>"
-		sha256sum <"$0"
-		gcc --version | head -1
-		dpkg-query -W -f='${Version}\n' dpkg-dev debhelper
-	} | sha256sum | cut -d' ' -f1
+	done
+	(cd "$AFBUS_TOP" && sha256sum packaging/debian-dir.patch packaging/changelog-entry \
+		$(for p in $NEW_PATCHES; do echo "packaging/patch-headers/$p"; done))
+	echo "$(sha256sum <"$0" | cut -d' ' -f1)  build-aux/debs.sh"
+	echo "$(echo "$DEB_BUILD_OPTIONS $DEBFULLNAME <$DEBEMAIL>" | sha256sum | cut -d' ' -f1)  DEB_BUILD_OPTIONS, DEBFULLNAME, DEBEMAIL"
+	echo "$({ gcc --version | head -1; dpkg-query -W -f='${Version}\n' dpkg-dev debhelper; } |
+		sha256sum | cut -d' ' -f1)  gcc, dpkg-dev, debhelper"
 }
 
 # quilt in the unpacked tree $1, with the settings Debian recommends.
@@ -216,11 +214,17 @@ main() {
 			[ -f "$src" ] || die "$src is missing (the kernel headers: make kernel)"
 		done || exit 1
 	done
-	key=$(build_key "$dsc")
+	key_inputs "$dsc" >"$AFBUS_BUILD/debs.key-inputs"
+	key=$(sha256sum <"$AFBUS_BUILD/debs.key-inputs" | cut -d' ' -f1)
 	if [ "$(cat "$KEY_FILE" 2>/dev/null)" = "$key" ]; then
 		msg "build/debs is up to date"
 		return 0
 	fi
+	if [ -f "$DEBS/.key-inputs" ]; then
+		msg "changed since the last build: $(diff "$DEBS/.key-inputs" "$AFBUS_BUILD/debs.key-inputs" |
+			sed -n 's/^> [0-9a-f]*  //p' | paste -sd' ')"
+	fi
+	[ "${1:-}" = --status ] && return 1
 	start=$(date +%s)
 	: >"$LOG"
 	ensure_tools
@@ -231,6 +235,7 @@ main() {
 	cp "$WORK"/bin/*.deb "$WORK"/bin/*.udeb "$WORK"/bin/*.buildinfo "$WORK"/bin/*.changes \
 		"$WORK"/src/*.dsc "$WORK"/src/*.debian.tar.* "$WORK"/src/*.orig.tar.* "$DEBS.tmp/"
 	echo "$key" >"$DEBS.tmp/.key"
+	mv "$AFBUS_BUILD/debs.key-inputs" "$DEBS.tmp/.key-inputs"
 	rm -rf "$DEBS"
 	mv "$DEBS.tmp" "$DEBS"
 	msg "dbus $version: $(ls "$DEBS"/*.deb "$DEBS"/*.udeb | wc -l) packages in $DEBS ($(($(date +%s) - start)) s)"
