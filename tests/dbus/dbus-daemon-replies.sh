@@ -19,22 +19,13 @@ rm -rf $D
 mkdir -p $D
 AF=afbus:file=$D/bus.afbus
 UX=unix:path=$D/bus.sock
-cat >$D/bus.conf <<EOC
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>$AF</listen>
-  <listen>$UX</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-  <limit name="max_replies_per_connection">4</limit>
-</busconfig>
-EOC
+# mixed_bus_config's bus, with the limit the test is about
+mixed_bus_config $D/bus.conf.in $AF $UX
+{
+	sed '$d' $D/bus.conf.in
+	echo '  <limit name="max_replies_per_connection">4</limit>'
+	echo '</busconfig>'
+} >$D/bus.conf
 check "a daemon with max_replies_per_connection 4 starts" \
 	start_config_bus $D/bus.conf $D/bus.afbus $D/bus.sock
 export DBUS_SESSION_BUS_ADDRESS=$AF
