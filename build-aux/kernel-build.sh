@@ -19,7 +19,9 @@
 # headers are not installed again (they do not depend on the config).
 # With --bench, the same with kernel-patches/bench.config (no test
 # modules: the benchmark kernel of `make bench` and `make profile`) in
-# build/kernel-obj-bench.
+# build/kernel-obj-bench.  With --system, bench.config and then
+# kernel-patches/system.config (what systemd needs: the kernel of
+# `make kernel-deb` and `run-qemu.sh --system`) in build/kernel-obj-system.
 set -eu
 . "$(dirname "$0")/common.sh"
 
@@ -27,16 +29,22 @@ FRAGMENTS="$KERNEL_PATCHES/base.config"
 [ -f "$KERNEL_PATCHES/af_bus.config" ] &&
 	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/af_bus.config"
 
-# A variant (--debug, --bench) has its own object directory and log,
+# A variant (--debug, --bench, --system) has its own object directory and log,
 # and installs no UAPI headers.
 VARIANT=
 case ${1:-} in
---debug|--bench)
+--debug|--bench|--system)
 	VARIANT=${1#--}
+	[ "$VARIANT" = system ] && FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/bench.config"
 	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/$VARIANT.config"
 	KERNEL_OBJ=$AFBUS_BUILD/kernel-obj-$VARIANT
 	;;
 esac
+# The system kernel's release is VERSION-afbus (CONFIG_LOCALVERSION), as
+# its package names it: without a LOCALVERSION in the environment the
+# kernel's scripts/setlocalversion appends "+" for a git source tree.
+[ "$VARIANT" = system ] && export LOCALVERSION=
+
 
 BZIMAGE=$KERNEL_OBJ/arch/x86/boot/bzImage
 KEY_FILE=$KERNEL_OBJ/.afbus-build-key
