@@ -102,6 +102,38 @@ bus_afbus_owner (BusContext *context,
   return bus_service_get_primary_owners_connection (service);
 }
 
+/**
+ * The addresses the daemon listens on when it is given --address: that
+ * address, then, unless it is an afbus: address itself, the afbus:
+ * <listen> addresses of the configuration.  Upstream's --address
+ * replaces the configuration's addresses; the fork keeps its AF_BUS
+ * ones because systemd, which starts the system and session buses with
+ * --address=systemd: to pass them their unix sockets, cannot make AF_BUS
+ * buses: the daemon makes them itself.  Appends to @list the strings,
+ * which stay @address's and @config's; FALSE if out of memory.
+ */
+dbus_bool_t
+bus_afbus_cmdline_addresses (DBusList  **list,
+                             const char *address,
+                             DBusList  **config)
+{
+  DBusList *link;
+
+  if (!_dbus_list_append (list, (char *) address))
+    return FALSE;
+  if (strncmp (address, "afbus:", strlen ("afbus:")) == 0)
+    return TRUE;
+
+  for (link = _dbus_list_get_first_link (config); link != NULL;
+       link = _dbus_list_get_next_link (config, link))
+    {
+      if (strncmp (link->data, "afbus:", strlen ("afbus:")) == 0 &&
+          !_dbus_list_append (list, link->data))
+        return FALSE;
+    }
+  return TRUE;
+}
+
 #ifdef DBUS_HAVE_AFBUS
 
 /* name -> dbus_uint64_t *, never shrinks: addresses are not reused. */

@@ -19,6 +19,7 @@
 #define BUS_AFBUS_H
 
 #include <dbus/dbus.h>
+#include <dbus/dbus-list.h>
 #include <dbus/dbus-string.h>
 #include "connection.h"
 
@@ -28,6 +29,9 @@ dbus_bool_t bus_afbus_check_listen        (BusContext     *context,
 dbus_bool_t bus_afbus_skip_listen         (BusContext     *context,
                                            const char     *address,
                                            DBusError      *error);
+dbus_bool_t bus_afbus_cmdline_addresses   (DBusList      **list,
+                                           const char     *address,
+                                           DBusList      **config);
 DBusConnection *bus_afbus_owner           (BusContext     *context,
                                            const char     *name);
 dbus_bool_t bus_afbus_connection_is_afbus (DBusConnection *connection);
