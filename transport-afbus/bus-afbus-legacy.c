@@ -66,7 +66,8 @@
  * max_incoming_bytes of it not yet written (then C1's queue in the
  * kernel fills up and its peers wait, as for a native client that does
  * not read).  A message with fds for a legacy client that did not
- * negotiate fd passing is dropped.
+ * negotiate fd passing is not delivered: its sender gets NotSupported
+ * (refuse_fds()).
  *
  * What the legacy client sends goes through the daemon's dispatch as on
  * any bus (policy, activation, the driver, monitors), and then out of C1
@@ -219,6 +220,77 @@ peer_message (BusAfbusLegacy *legacy,
     bus_transaction_cancel_and_free (transaction);
 }
 
+/*
+ * A peer sent the legacy client a message with unix fds, and the legacy
+ * client did not negotiate fd passing: the message is not delivered and
+ * its sender gets the error dbus-daemon gives (bus/dispatch.c).  A call
+ * that awaits a reply is answered out of C1, in the legacy client's
+ * name, as if it had answered: so the kernel ends the caller's wait for
+ * that reply (nfdbus' reply tracking) and the caller's library its
+ * watch of the callee; monitors get it from the daemon, as the legacy
+ * client's own messages.  Other messages get the error from the daemon,
+ * as from dbus-daemon.
+ */
+static DBusHandlerResult
+refuse_fds (BusAfbusLegacy *legacy,
+            DBusMessage    *message)
+{
+  DBusError error = DBUS_ERROR_INIT;
+  BusTransaction *transaction;
+  DBusConnection *peer;
+  DBusMessage *reply = NULL;
+  const char *sender = dbus_message_get_sender (message);
+  dbus_uint64_t addr;
+  dbus_bool_t ok;
+
+  _dbus_verbose ("AF_BUS legacy: a message with fds for %s, which cannot"
+                 " take them: NotSupported\n",
+                 bus_connection_get_name (legacy->connection));
+
+  peer = sender != NULL && sender[0] == ':' ?
+         bus_afbus_owner (legacy->context, sender) : NULL;
+  if (peer == NULL || legacy->name == NULL ||
+      !_dbus_afbus_message_get_addr (message, &addr))
+    return DBUS_HANDLER_RESULT_HANDLED;   /* gone: nobody to tell */
+
+  transaction = bus_transaction_new (legacy->context);
+  if (transaction == NULL)
+    return DBUS_HANDLER_RESULT_NEED_MEMORY;
+
+  dbus_set_error_const (&error, DBUS_ERROR_NOT_SUPPORTED,
+                        "Tried to send message with Unix file descriptors"
+                        "to a client that doesn't support that.");
+
+  if (dbus_message_get_type (message) != DBUS_MESSAGE_TYPE_METHOD_CALL ||
+      dbus_message_get_no_reply (message))
+    {
+      ok = bus_transaction_send_error_reply (transaction, peer, &error,
+                                             message);
+    }
+  else
+    {
+      reply = dbus_message_new_error (message, error.name, error.message);
+      ok = reply != NULL &&
+        dbus_message_set_sender (reply, legacy->name) &&
+        _dbus_afbus_message_set_addr (reply, addr) &&
+        bus_transaction_capture (transaction, legacy->connection, peer,
+                                 reply) &&
+        dbus_connection_send (legacy->client, reply, NULL);
+    }
+
+  if (reply != NULL)
+    dbus_message_unref (reply);
+
+  if (!ok)
+    {
+      bus_transaction_cancel_and_free (transaction);
+      return DBUS_HANDLER_RESULT_NEED_MEMORY;
+    }
+
+  bus_transaction_execute_and_free (transaction);
+  return DBUS_HANDLER_RESULT_HANDLED;
+}
+
 /* Everything C1 reads goes to the legacy client. */
 static DBusHandlerResult
 client_filter (DBusConnection *client,
@@ -239,12 +311,7 @@ client_filter (DBusConnection *client,
 
   if (dbus_message_contains_unix_fds (message) &&
       !dbus_connection_can_send_type (legacy->connection, DBUS_TYPE_UNIX_FD))
-    {
-      _dbus_verbose ("AF_BUS legacy: dropping a message with fds for %s,"
-                     " which cannot take them\n",
-                     bus_connection_get_name (legacy->connection));
-      return DBUS_HANDLER_RESULT_HANDLED;
-    }
+    return refuse_fds (legacy, message);
 
   preallocated = dbus_connection_preallocate_send (legacy->connection);
   if (preallocated == NULL)

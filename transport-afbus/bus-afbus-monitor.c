@@ -265,7 +265,7 @@ read_message (BusAfbusTap *t,
 
   /* (No fds come back on failure.) */
   bytes = _dbus_afbus_recv_datagram (t->client.fd, len, buffer, fds, &n_fds,
-                                     &source);
+                                     &source, NULL);
   saved_errno = errno;
 
 #ifdef HAVE_UNIX_FD_PASSING

@@ -685,11 +685,15 @@ _dbus_afbus_peers_gone (DBusAfbusPeers  *peers,
  * of them (*@p n_fds then says how many came; the others are closed);
  * the sender's address goes to *@p source.  There is room for an
  * SO_RXQ_OVFL count too, which the caller peeks at if it wants it.
+ * When the datagram came whole but its fds did not fit (more than
+ * *@p n_fds, or any with @p fds NULL), and @p fds_lost is not NULL,
+ * its fds are closed, the message is appended without them and
+ * *@p fds_lost is set, so that the caller can tell its sender.
  *
  * @returns @p len, or -1 with errno set (and no fds): ENOMEM (nothing
- *  was read), EPROTO (the datagram was not @p len bytes long or its fds
- *  did not fit: it is lost, fds and all, and nothing is appended), or
- *  recvmsg()'s error
+ *  was read), EPROTO (the datagram was not @p len bytes long, or its
+ *  fds did not fit and @p fds_lost is NULL: it is lost, fds and all,
+ *  and nothing is appended), or recvmsg()'s error
  */
 int
 _dbus_afbus_recv_datagram (int            fd,
@@ -697,7 +701,8 @@ _dbus_afbus_recv_datagram (int            fd,
                            DBusString    *buffer,
                            int           *fds,
                            unsigned int  *n_fds,
-                           dbus_uint64_t *source)
+                           dbus_uint64_t *source,
+                           dbus_bool_t   *fds_lost)
 {
   struct sockaddr_bus sa;
   struct msghdr msg;
@@ -714,6 +719,8 @@ _dbus_afbus_recv_datagram (int            fd,
 
   if (n_fds != NULL)
     *n_fds = 0;
+  if (fds_lost != NULL)
+    *fds_lost = FALSE;
   if (max_fds > DBUS_DEFAULT_MESSAGE_UNIX_FDS)
     max_fds = DBUS_DEFAULT_MESSAGE_UNIX_FDS;
 
@@ -760,14 +767,29 @@ _dbus_afbus_recv_datagram (int            fd,
           for (i = 0; i < n; i++)
             {
               if (got_fds < max_fds)
-                fds[got_fds++] = cfds[i];
+                {
+                  fds[got_fds++] = cfds[i];
+                }
               else
-                _dbus_close (cfds[i], NULL);
+                {
+                  _dbus_close (cfds[i], NULL);
+                  msg.msg_flags |= MSG_CTRUNC;  /* as if they had not fit */
+                }
             }
         }
     }
 
-  if (bytes != len || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+  if (bytes == len && !(msg.msg_flags & MSG_TRUNC) &&
+      (msg.msg_flags & MSG_CTRUNC) && fds_lost != NULL)
+    {
+      /* Only the fds did not fit: the message without them. */
+      _dbus_verbose ("AF_BUS message of %d bytes with more fds than %u\n",
+                     len, max_fds);
+      while (got_fds > 0)
+        _dbus_close (fds[--got_fds], NULL);
+      *fds_lost = TRUE;
+    }
+  else if (bytes != len || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
     {
       /* Somebody else reads this socket, or the fds did not fit: the
        * message is lost either way, with its fds. */

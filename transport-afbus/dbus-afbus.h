@@ -88,7 +88,8 @@ int           _dbus_afbus_recv_datagram         (int                fd,
                                                  DBusString        *buffer,
                                                  int               *fds,
                                                  unsigned int      *n_fds,
-                                                 dbus_uint64_t     *source);
+                                                 dbus_uint64_t     *source,
+                                                 dbus_bool_t       *fds_lost);
 
 typedef struct DBusAfbusNameCache DBusAfbusNameCache;
 

@@ -34,6 +34,7 @@
 
 #include "dbus-address.h"
 #include "dbus-hash.h"
+#include "dbus-marshal-basic.h"
 #include "dbus-message-private.h"
 #include "dbus-sysdeps-unix.h"
 #include "dbus-watch.h"
@@ -227,15 +228,17 @@ do_io_error (DBusTransport *transport)
 /*
  * Receives one datagram, appending it to @buffer.  Unix fds that came
  * with it go to @fds (at most *n_fds of them; *n_fds returns how many),
- * the sender's address to *source.  Returns the length of the datagram,
- * 0 at end of file, or -1 with errno set.
+ * the sender's address to *source; *fds_lost (if not NULL) says that
+ * more fds came than fit, which were closed.  Returns the length of the
+ * datagram, 0 at end of file, or -1 with errno set.
  */
 static int
 recv_datagram (DBusTransportAfbus *afbus_transport,
                DBusString         *buffer,
                int                *fds,
                unsigned int       *n_fds,
-               dbus_uint64_t      *source)
+               dbus_uint64_t      *source,
+               dbus_bool_t        *fds_lost)
 {
   int len;
 
@@ -245,6 +248,8 @@ recv_datagram (DBusTransportAfbus *afbus_transport,
                 MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
   while (len < 0 && errno == EINTR);
 
+  if (fds_lost != NULL)
+    *fds_lost = FALSE;
   if (len <= 0)
     {
       if (n_fds != NULL)
@@ -253,7 +258,7 @@ recv_datagram (DBusTransportAfbus *afbus_transport,
     }
 
   return _dbus_afbus_recv_datagram (afbus_transport->fd.fd, len, buffer,
-                                    fds, n_fds, source);
+                                    fds, n_fds, source, fds_lost);
 }
 
 /* return value is whether we successfully read any new data. */
@@ -270,7 +275,8 @@ read_data_into_auth (DBusTransport *transport,
   *oom = FALSE;
 
   _dbus_auth_get_buffer (transport->auth, &buffer);
-  bytes_read = recv_datagram (afbus_transport, buffer, NULL, NULL, &source);
+  bytes_read = recv_datagram (afbus_transport, buffer, NULL, NULL, &source,
+                              NULL);
   saved_errno = errno;
   _dbus_auth_return_buffer (transport->auth, buffer);
 
@@ -1053,6 +1059,30 @@ do_writing (DBusTransport *transport)
       _dbus_assert (message != NULL);
       dbus_message_lock (message);
 
+#ifdef HAVE_UNIX_FD_PASSING
+      if (!afbus_transport->relay && !transport->is_server &&
+          DBUS_TRANSPORT_CAN_SEND_UNIX_FD (transport))
+        {
+          const int *unix_fds;
+          unsigned int n_fds;
+
+          /* More fds than a message on the bus may carry: the sender is
+           * disconnected, as dbus-daemon disconnects a client that sends
+           * more than max_message_unix_fds (16 by default; upstream's
+           * test/fdpass.c, /too-many), whether the message was for the
+           * daemon or for a peer. */
+          _dbus_message_get_unix_fds (message, &unix_fds, &n_fds);
+          if (n_fds > DBUS_DEFAULT_MESSAGE_UNIX_FDS)
+            {
+              _dbus_verbose ("AF_BUS: a message with %u unix fds, more than"
+                             " %d: disconnecting\n", n_fds,
+                             DBUS_DEFAULT_MESSAGE_UNIX_FDS);
+              do_io_error (transport);
+              return TRUE;
+            }
+        }
+#endif
+
       if (afbus_transport->relay)
         {
           /* The daemon resolved the destination. */
@@ -1317,6 +1347,81 @@ check_incoming (DBusTransportAfbus *afbus_transport,
   return TRUE;
 }
 
+/*
+ * A peer sent us a message with unix fds that we could not take: we did
+ * not negotiate fd passing, or it had more than we have room for (the
+ * kernel closed them).  The message is dropped and counted; a method
+ * call that awaits a reply is answered with the error dbus-daemon gives
+ * the sender of a message with fds for a client that cannot take them
+ * (bus/dispatch.c), from us, so that the kernel's reply tracking and the
+ * caller's watch of us end as with any reply.  Only the fixed part of
+ * the header is read: the message itself could not be loaded without
+ * its fds.  Without memory or room in the socket nothing is answered.
+ */
+static void
+fds_refused (DBusTransportAfbus *afbus_transport,
+             const DBusString   *buffer,
+             int                 start,
+             int                 len,
+             dbus_uint64_t       source)
+{
+  DBusTransport *transport = (DBusTransport *) afbus_transport;
+  const unsigned char *h;
+  dbus_uint32_t serial;
+  DBusMessage *reply;
+  DBusString dest;
+  const char *text = DBUS_TRANSPORT_CAN_SEND_UNIX_FD (transport) ?
+    "Tried to send message with more Unix file descriptors than the"
+    " recipient takes" :
+    /* dbus-daemon's words (bus/dispatch.c), as they are */
+    "Tried to send message with Unix file descriptors"
+    "to a client that doesn't support that.";
+
+  afbus_transport->n_dropped++;
+  _dbus_verbose ("dropping a message with unix fds from %016" PRIx64
+                 " that we cannot take (%lu dropped)\n",
+                 source, afbus_transport->n_dropped);
+
+  if (len < DBUS_MINIMUM_HEADER_SIZE || afbus_transport->relay ||
+      source == DBUS_AFBUS_MASTER || (source >> BUS_PREFIX_SHIFT) != 0)
+    return;
+
+  h = (const unsigned char *) _dbus_string_get_const_data_len (buffer, start,
+                                                                len);
+  if ((h[0] != DBUS_LITTLE_ENDIAN && h[0] != DBUS_BIG_ENDIAN) ||
+      h[1] != DBUS_MESSAGE_TYPE_METHOD_CALL ||
+      (h[2] & DBUS_HEADER_FLAG_NO_REPLY_EXPECTED))
+    return;
+
+  serial = _dbus_unpack_uint32 (h[0], h + 8);
+  if (serial == 0 || !_dbus_string_init (&dest))
+    return;
+
+  reply = dbus_message_new (DBUS_MESSAGE_TYPE_ERROR);
+  if (reply != NULL &&
+      _dbus_afbus_unique_name_from_addr (source, &dest) &&
+      dbus_message_set_error_name (reply, DBUS_ERROR_NOT_SUPPORTED) &&
+      dbus_message_set_reply_serial (reply, serial) &&
+      dbus_message_set_destination (reply, _dbus_string_get_const_data (&dest)) &&
+      dbus_message_set_sender (reply,
+                               _dbus_string_get_const_data (&afbus_transport->own_name)) &&
+      dbus_message_append_args (reply, DBUS_TYPE_STRING, &text,
+                                DBUS_TYPE_INVALID))
+    {
+      dbus_message_set_no_reply (reply, TRUE);
+      dbus_message_set_serial (reply,
+                               _dbus_connection_get_next_client_serial (transport->connection));
+      dbus_message_lock (reply);
+      if (send_message (afbus_transport, reply, TRUE, source) < 0)
+        _dbus_verbose ("could not answer %016" PRIx64 ": %s\n", source,
+                       _dbus_strerror (errno));
+    }
+
+  if (reply != NULL)
+    dbus_message_unref (reply);
+  _dbus_string_free (&dest);
+}
+
 /* returns false on out-of-memory */
 static dbus_bool_t
 do_reading (DBusTransport *transport)
@@ -1336,10 +1441,11 @@ do_reading (DBusTransport *transport)
       DBusString *buffer;
       int max_to_read;
       dbus_bool_t may_read_unix_fds = TRUE;
+      dbus_bool_t fds_lost = FALSE, skip = FALSE;
       int *fds = NULL;
       unsigned int n_fds = 0;
       dbus_uint64_t source = 0;
-      int bytes_read, saved_errno;
+      int bytes_read, saved_errno, start;
 
       /* See if we've exceeded max messages and need to disable reading */
       check_read_watch (transport);
@@ -1363,8 +1469,28 @@ do_reading (DBusTransport *transport)
         }
 #endif
 
-      bytes_read = recv_datagram (afbus_transport, buffer, fds, &n_fds, &source);
+      start = _dbus_string_get_length (buffer);
+      bytes_read = recv_datagram (afbus_transport, buffer, fds, &n_fds, &source,
+                                  &fds_lost);
       saved_errno = errno;
+
+      if (bytes_read > 0 && fds_lost)
+        {
+          if (transport->is_server)
+            {
+              /* More fds than the daemon's max_message_unix_fds: the
+               * sender is disconnected, as dbus-daemon does (ENOSPC from
+               * _dbus_read_socket_with_unix_fds()). */
+              bytes_read = -1;
+              saved_errno = ENOSPC;
+            }
+          else
+            {
+              fds_refused (afbus_transport, buffer, start, bytes_read, source);
+              skip = TRUE;
+            }
+          _dbus_string_set_length (buffer, start);
+        }
 
 #ifdef HAVE_UNIX_FD_PASSING
       if (fds != NULL)
@@ -1372,6 +1498,13 @@ do_reading (DBusTransport *transport)
                                               bytes_read < 0 ? 0 : n_fds);
 #endif
       _dbus_message_loader_return_buffer (transport->loader, buffer);
+
+      if (skip)
+        {
+          /* Nothing for the loader; on to the next datagram. */
+          total += bytes_read;
+          continue;
+        }
 
       if (bytes_read < 0)
         {
