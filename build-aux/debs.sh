@@ -16,7 +16,11 @@
 #   4. dpkg-source -b: the source package; a fresh dpkg-source -x of it
 #      built with `dpkg-buildpackage -b -uc -us` (Debian's rules and flags;
 #      DEB_BUILD_OPTIONS=nocheck unless AFBUS_DEBS_CHECK=1: upstream's
-#      tests run in build-aux/dbus-check.sh).
+#      tests run in build-aux/dbus-check.sh), and with the build profiles
+#      in DEB_BUILD_PROFILES, if set (run-qemu.sh's system guest sets
+#      "noudeb nodoc noinsttest" unless build/debs is already up to date:
+#      the packages it installs, without their documentation, in half
+#      the time).
 # Outputs: build/debs/ (the .debs, .udebs, the source package, .changes,
 # .buildinfo), redone only when an input changes (build/debs/.key, the
 # checksum of the list of inputs build/debs/.key-inputs).  --status only
@@ -115,9 +119,10 @@ key_inputs() {
 		done
 	done
 	(cd "$AFBUS_TOP" && sha256sum packaging/debian-dir.patch packaging/changelog-entry \
+		policy/system-afbus.conf \
 		$(for p in $NEW_PATCHES; do echo "packaging/patch-headers/$p"; done))
 	echo "$(sha256sum <"$0" | cut -d' ' -f1)  build-aux/debs.sh"
-	echo "$(echo "$DEB_BUILD_OPTIONS $DEBFULLNAME <$DEBEMAIL>" | sha256sum | cut -d' ' -f1)  DEB_BUILD_OPTIONS, DEBFULLNAME, DEBEMAIL"
+	echo "$(echo "$DEB_BUILD_OPTIONS $DEBFULLNAME <$DEBEMAIL> ${DEB_BUILD_PROFILES:-}" | sha256sum | cut -d' ' -f1)  DEB_BUILD_OPTIONS, DEBFULLNAME, DEBEMAIL, DEB_BUILD_PROFILES"
 	echo "$({ gcc --version | head -1; dpkg-query -W -f='${Version}\n' dpkg-dev debhelper; } |
 		sha256sum | cut -d' ' -f1)  gcc, dpkg-dev, debhelper"
 }
@@ -159,6 +164,9 @@ make_source_package() {
 	# debian/: build dependency, configure flags, changelog
 	patch -d "$TREE" -p1 --no-backup-if-mismatch <"$PACKAGING/debian-dir.patch" >>"$LOG" 2>&1 ||
 		die "packaging/debian-dir.patch does not apply (see $LOG)"
+	# the system bus's AF_BUS address (dbus-system-bus-common.install)
+	mkdir -p "$TREE/debian/afbus"
+	cp "$AFBUS_TOP/policy/system-afbus.conf" "$TREE/debian/afbus/afbus.conf"
 	version=$(cd "$TREE" && dpkg-parsechangelog -S Version)$AFBUS_SUFFIX
 	local first=1 line
 	while IFS= read -r line; do
@@ -193,10 +201,11 @@ build_binaries() {
 		[ "$(id -u)" = 0 ] ||
 			die "missing build dependencies; as root: apt-get build-dep $tree"
 		msg "installing the build dependencies"
-		DEBIAN_FRONTEND=noninteractive apt-get build-dep -y --no-install-recommends "$tree" >>"$LOG" 2>&1 ||
+		DEBIAN_FRONTEND=noninteractive apt-get build-dep -y --no-install-recommends \
+			${DEB_BUILD_PROFILES:+-P "$(echo $DEB_BUILD_PROFILES | tr ' ' ,)"} "$tree" >>"$LOG" 2>&1 ||
 			die "apt-get build-dep failed (see $LOG)"
 	fi
-	msg "dpkg-buildpackage -b -uc -us (DEB_BUILD_OPTIONS=$DEB_BUILD_OPTIONS; log: $LOG)"
+	msg "dpkg-buildpackage -b -uc -us (DEB_BUILD_OPTIONS=$DEB_BUILD_OPTIONS${DEB_BUILD_PROFILES:+ DEB_BUILD_PROFILES=$DEB_BUILD_PROFILES}; log: $LOG)"
 	(cd "$tree" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
 		DEB_BUILD_OPTIONS="$DEB_BUILD_OPTIONS parallel=$(nproc)" \
 		nice -n 10 dpkg-buildpackage -b -uc -us) >>"$LOG" 2>&1 || {
@@ -232,13 +241,15 @@ main() {
 	build_binaries "$version"
 	rm -rf "$DEBS.tmp"
 	mkdir -p "$DEBS.tmp"
-	cp "$WORK"/bin/*.deb "$WORK"/bin/*.udeb "$WORK"/bin/*.buildinfo "$WORK"/bin/*.changes \
-		"$WORK"/src/*.dsc "$WORK"/src/*.debian.tar.* "$WORK"/src/*.orig.tar.* "$DEBS.tmp/"
+	# (no .udeb with the noudeb profile)
+	find "$WORK/bin" -maxdepth 1 -type f \( -name '*.deb' -o -name '*.udeb' \
+		-o -name '*.buildinfo' -o -name '*.changes' \) -exec cp -t "$DEBS.tmp/" {} +
+	cp "$WORK"/src/*.dsc "$WORK"/src/*.debian.tar.* "$WORK"/src/*.orig.tar.* "$DEBS.tmp/"
 	echo "$key" >"$DEBS.tmp/.key"
 	mv "$AFBUS_BUILD/debs.key-inputs" "$DEBS.tmp/.key-inputs"
 	rm -rf "$DEBS"
 	mv "$DEBS.tmp" "$DEBS"
-	msg "dbus $version: $(ls "$DEBS"/*.deb "$DEBS"/*.udeb | wc -l) packages in $DEBS ($(($(date +%s) - start)) s)"
+	msg "dbus $version: $(find "$DEBS" -name '*.deb' -o -name '*.udeb' | wc -l) packages in $DEBS ($(($(date +%s) - start)) s)"
 }
 
 main "$@"
