@@ -25,6 +25,17 @@
 #                           --check attaches it too and runs its tests
 #                           (tests/rootfs/), --debug --check does not
 #                           unless AFBUS_ROOTFS=1
+#   ./run-qemu.sh --system  a Debian 12 system with systemd as init and the
+#                           fork's dbus packages, on the AF_BUS kernel
+#                           package (build-aux/rootfs-system.sh: `make debs`,
+#                           `make kernel-deb`, debootstrap); log in as root
+#                           on the console, `systemctl poweroff` to leave.
+#                           --check runs its tests (tests/system/) on the
+#                           AF_BUS kernel and again on Debian's own kernel
+#                           (AFBUS_SYSTEM_KERNEL=stock boots that one for
+#                           the shell).  A plain --check runs them too
+#                           after the busybox guest's, --debug --check does
+#                           not unless AFBUS_SYSTEM=1
 #   ./run-qemu.sh --bench   the benchmarks (`make bench`; README.md,
 #                           "Benchmarks") on the benchmark kernel
 #                           (kernel-patches/bench.config): one guest runs
@@ -54,6 +65,8 @@
 #   AFBUS_STRESS_MSGS=N     multicasts each way in tests/kernel/af_bus_stress
 #   AFBUS_ROOTFS=0|1        attach the Debian root file system to a --check
 #                           run (default: 1, and 0 with --debug)
+#   AFBUS_SYSTEM=0|1        run the system guest's tests in a --check run
+#                           (default: 1, and 0 with --debug)
 #   AFBUS_ROOTFS_MIRROR=URL the Debian mirror debootstrap uses
 #   AFBUS_BENCH_RUNS=3, AFBUS_BENCH_CALLS=10000, AFBUS_BENCH_WARMUP=500,
 #   AFBUS_BENCH_DELIVERIES=3000, AFBUS_BENCH_SUBS=1,4,16,64,
@@ -180,7 +193,7 @@ guest_counts() {
 # Take the guest's counts, add the host's own verdicts, print the
 # offending lines, and print the final count line.  Returns 0 if all passed.
 report() {
-	local qemu_rc=$1 checkpatch_rc=$2 passed failed skipped bad line
+	local qemu_rc=$1 checkpatch_rc=$2 bad
 	read -r passed failed skipped < <(guest_counts)
 
 	echo
@@ -227,12 +240,87 @@ report() {
 		echo "skip - the Debian root file system's tests (AFBUS_ROOTFS=0)"
 		skipped=$((skipped + 1))
 	fi
+}
 
-	line="$passed passed, $failed failed"
+# The totals of every guest of the run, in the last line printed.
+passed=0 failed=0 skipped=0
+
+final_line() {
+	local line="$passed passed, $failed failed"
 	[ "$skipped" -gt 0 ] && line="$line, $skipped skipped"
 	echo "$line"
 	[ "$failed" = 0 ]
 }
+
+# --system: the Debian system (build-aux/rootfs-system.sh), booted as a
+# boot loader would boot it: a kernel of its /boot and its initrd.
+SYSTEM_IMG=$AFBUS_BUILD/system.img
+SYSTEM_BOOT=$AFBUS_BUILD/system/boot
+
+# system_qemu afbus|stock shell|check [WRAPPER...]
+system_qemu() {
+	local kind=$1 mode=$2 append="root=/dev/vda rw console=ttyS0 panic=-1 random.trust_cpu=on"
+	shift 2
+	[ "$mode" = check ] &&
+		append="$append afbus.check=1 systemd.mask=serial-getty@ttyS0.service"
+	rm -f "$LOG"
+	"$@" qemu-system-x86_64 -accel tcg -cpu qemu64,+rdrand -smp "$CPUS" -m "$MEM" \
+		-nographic -no-reboot \
+		-chardev stdio,id=console,mux=on,signal=off,logfile="$LOG" \
+		-serial chardev:console -mon chardev=console \
+		-kernel "$SYSTEM_BOOT/vmlinuz-$kind" -initrd "$SYSTEM_BOOT/initrd.img-$kind" \
+		-drive "file=$SYSTEM_IMG,format=raw,if=virtio,snapshot=on" \
+		-device virtio-rng-pci \
+		-append "$append ${AFBUS_APPEND:-}"
+}
+
+# system_check afbus|stock: boot the system with that kernel, run its
+# tests, add their counts and the host's verdicts to the totals.
+system_check() {
+	local kind=$1 rc=0 p f s bad
+	LOG=$AFBUS_BUILD/system-$kind.log
+	msg "system guest on the $kind kernel ($(cat "$SYSTEM_BOOT/version-$kind"); log: $LOG)"
+	system_qemu "$kind" check timeout --foreground -k 10 "$SYSTEM_TIMEOUT" </dev/null || rc=$?
+	read -r p f s < <(guest_counts)
+	echo
+	echo "=== run-qemu.sh: system guest on the $kind kernel: $p passed, $f failed (log: $LOG)"
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		echo "FAIL: system guest ($kind) timed out after ${SYSTEM_TIMEOUT}s"
+		failed=$((failed + 1))
+	elif [ "$rc" != 0 ]; then
+		echo "FAIL: qemu exited with status $rc"
+		failed=$((failed + 1))
+	fi
+	if ! tr -d '\r' <"$LOG" | grep -qx '=== afbus: dmesg end ==='; then
+		echo "FAIL: the system guest ($kind) did not finish its tests"
+		failed=$((failed + 1))
+		return
+	fi
+	bad=$(guest_dmesg | grep -E "$BAD_KMSG" || true)
+	if [ -n "$bad" ]; then
+		echo "FAIL: system guest ($kind) kernel log has errors:"
+		echo "$bad" | head -n 40 | sed 's/^/  /'
+		failed=$((failed + 1))
+	else
+		echo "ok - system guest ($kind) kernel log is clean"
+		passed=$((passed + 1))
+	fi
+}
+
+# The system guest's image and what it is made of (cached).
+system_build() {
+	if [ "${AFBUS_SKIP_BUILD:-0}" != 1 ]; then
+		# `make debs` if it is up to date, else (half the time) the
+		# packages the system installs, without documentation
+		"$AFBUS_TOP/build-aux/debs.sh" --status >/dev/null 2>&1 ||
+			DEB_BUILD_PROFILES=${AFBUS_SYSTEM_DEB_PROFILES-noudeb nodoc noinsttest} \
+			"$AFBUS_TOP/build-aux/debs.sh" >&2 || return
+		"$AFBUS_TOP/build-aux/kernel-deb.sh" >&2 || return
+	fi
+	"$AFBUS_TOP/build-aux/rootfs-system.sh" >&2
+}
+SYSTEM_TIMEOUT=${AFBUS_SYSTEM_TIMEOUT:-900}
 
 # --debug: the debug kernel and its defaults.
 use_debug_kernel() {
@@ -349,11 +437,12 @@ run_profile() {
 }
 
 main() {
-	local mode=shell rc=0 checkpatch_rc=0 debug=0 rootfs=0 arg
+	local mode=shell rc=0 checkpatch_rc=0 debug=0 rootfs=0 system= arg
 	for arg in "$@"; do
 		case $arg in
 		--check) mode=check ;;
 		--rootfs) rootfs=1 ;;
+		--system) system=only ;;
 		--bench) mode=bench ;;
 		--profile) mode=profile ;;
 		--debug) debug=1 ;;
@@ -361,6 +450,20 @@ main() {
 		esac
 	done
 	[ $debug = 0 ] || use_debug_kernel
+	if [ "$system" = only ]; then
+		[ $debug = 0 ] || die "--system boots the AF_BUS kernel package, not the debug kernel"
+		"$AFBUS_TOP/build-aux/install-deps.sh" >&2
+		system_build
+		if [ "$mode" = shell ]; then
+			system_qemu "${AFBUS_SYSTEM_KERNEL:-afbus}" shell
+			return
+		fi
+		[ "$mode" = check ] || usage
+		system_check afbus
+		system_check stock
+		final_line
+		return
+	fi
 	case $mode in bench|profile) use_bench $mode; rootfs=0 ;; esac
 	if [ $mode = check ] && [ $rootfs = 0 ]; then
 		rootfs=${AFBUS_ROOTFS:-$((1 - debug))}
@@ -410,6 +513,19 @@ main() {
 		checkpatch_rc=$?
 	run_qemu check timeout --foreground -k 10 "$TIMEOUT" </dev/null || rc=$?
 	report "$rc" "$checkpatch_rc"
+	if [ "${AFBUS_SYSTEM:-$((1 - debug))}" = 1 ]; then
+		if system_build; then
+			system_check afbus
+			system_check stock
+		else
+			echo "FAIL: the system guest could not be built (see above)"
+			failed=$((failed + 1))
+		fi
+	else
+		echo "skip - the system guest's tests (AFBUS_SYSTEM=0)"
+		skipped=$((skipped + 1))
+	fi
+	final_line
 }
 
 main "$@"

@@ -1,0 +1,193 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The Debian 12 system of `run-qemu.sh --system`: build/system.img, an
+# ext4 image of a Debian system installed the way a user would install
+# AF_BUS on one:
+#   1. debootstrap --variant=minbase bookworm with systemd as init
+#      (systemd-sysv, udev, libpam-systemd: logind), Debian's dbus,
+#      polkitd, libmnl0 (which the fork's dbus-daemon needs) and Debian's
+#      own kernel (linux-image-amd64, its initrd made by initramfs-tools):
+#      build/system/base, redone only when its inputs change;
+#   2. in a copy of it (build/system/tree): `dpkg -i` of the fork's
+#      packages (build/debs: every dbus package Debian's dbus installed,
+#      upgraded to 1.14.10-1~deb12u1+afbus1) and of the AF_BUS kernel
+#      (build/kernel-debs: linux-image-*-afbus, whose postinst makes its
+#      initrd); then what the test guest adds: a fixed machine-id, the
+#      hostname, root logged in on the serial console, the unprivileged
+#      user afbus, the tests of tests/system/ and the unit that runs them
+#      when the kernel command line has afbus.check=1
+#      (afbus-system-tests.service), two D-Bus test programs and the
+#      system bus policy that lets them own com.example.Echo;
+#   3. mke2fs -d of the tree, without mounting anything.
+# Both kernels and their initrds are copied out of the tree into
+# build/system/boot/ for QEMU's -kernel and -initrd: what a boot loader
+# would load.  The image is redone only when the hash of the base, the
+# packages, the test files and this script changes (build/system.img.key).
+# debootstrap, chroot and dpkg need root.  Log: build/system/system.log.
+#
+# Environment: AFBUS_ROOTFS_MIRROR (default http://deb.debian.org/debian).
+set -eu
+. "$(dirname "$0")/common.sh"
+
+SUITE=bookworm
+PACKAGES=systemd-sysv,udev,libpam-systemd,dbus,polkitd,libmnl0,procps,linux-image-amd64,initramfs-tools
+MIRROR=${AFBUS_ROOTFS_MIRROR:-http://deb.debian.org/debian}
+DIR=$AFBUS_BUILD/system
+BASE=$DIR/base
+TREE=$DIR/tree
+BOOT=$DIR/boot
+IMG=$AFBUS_BUILD/system.img
+LOG=$DIR/system.log
+# debootstrap's .deb cache, shared with build-aux/rootfs-base.sh
+CACHE=$AFBUS_BUILD/rootfs/debs
+DEBS=$AFBUS_BUILD/debs
+KDEBS=$AFBUS_BUILD/kernel-debs
+TESTS=$AFBUS_TOP/tests/system
+
+base_key() {
+	{
+		echo "suite=$SUITE packages=$PACKAGES mirror=$MIRROR"
+		sed -n '/^make_base()/,/^}/p' "$0"
+	} | sha256sum | cut -d' ' -f1
+}
+
+make_base() {
+	[ "$(id -u)" = 0 ] || die "debootstrap needs root"
+	[ -x "$(command -v debootstrap)" ] || die "debootstrap is missing (build-aux/packages.txt)"
+	rm -rf "$BASE" "$BASE.tmp" "$DIR/base.key"
+	mkdir -p "$DIR" "$CACHE"
+	msg "debootstrap minbase $SUITE with $PACKAGES (log: $LOG)"
+	debootstrap --variant=minbase --include="$PACKAGES" --cache-dir="$CACHE" \
+		"$SUITE" "$BASE.tmp" "$MIRROR" >"$LOG" 2>&1 || {
+		tail -n 20 "$LOG" >&2
+		die "debootstrap failed (see $LOG)"
+	}
+	rm -rf "$BASE.tmp"/var/lib/apt/lists/* "$BASE.tmp"/var/cache/apt/*.bin \
+		"$BASE.tmp"/var/cache/apt/archives/*.deb
+	mv "$BASE.tmp" "$BASE"
+	base_key >"$DIR/base.key"
+}
+
+# The fork's packages that replace installed ones, and the kernel's image.
+packages() {
+	local p f
+	for p in $(chroot "$BASE" dpkg-query -W -f '${Package}\n' | grep dbus); do
+		for f in "$DEBS/${p}"_*_amd64.deb "$DEBS/${p}"_*_all.deb ""; do
+			[ -f "$f" ] && break
+		done
+		[ -n "$f" ] || die "$DEBS has no package $p, which Debian's dbus installed"
+		echo "$f"
+	done
+	ls "$KDEBS"/linux-image-*-afbus_*.deb
+}
+
+# put SOURCE DEST [MODE]: a file of the test guest's own.
+put() {
+	mkdir -p "$TREE$(dirname "$2")"
+	cp "$1" "$TREE$2"
+	chmod "${3:-0644}" "$TREE$2"
+}
+
+image_key() {
+	{
+		cat "$DIR/base.key"
+		sha256sum <"$0"
+		echo "$PKGS" | xargs sha256sum | sed 's|  .*/|  |'
+		(cd "$AFBUS_TOP" && find tests/system -type f | sort | xargs sha256sum)
+		sha256sum "$AFBUS_TOP/tests/dbus/lib/dbus-test-lib.sh" \
+			"$AFBUS_BUILD"/tests/dbus/afbus-echo-service \
+			"$AFBUS_BUILD"/tests/dbus/afbus-echo-client | sed 's|  .*/|  |'
+	} | sha256sum | cut -d' ' -f1
+}
+
+make_tree() {
+	local f version kind
+	rsync -a --delete "$BASE/" "$TREE/"
+	# the fork's dbus and the AF_BUS kernel, as a user installs them
+	mkdir -p "$TREE/tmp/debs"
+	# shellcheck disable=SC2086  # one file name per word
+	cp $PKGS "$TREE/tmp/debs/"
+	chroot "$TREE" sh -c 'dpkg -i /tmp/debs/*.deb' >>"$LOG" 2>&1 || {
+		tail -n 20 "$LOG" >&2
+		die "dpkg -i of the fork's packages failed (see $LOG)"
+	}
+	rm -rf "$TREE/tmp/debs"
+	version=$(chroot "$TREE" dpkg-query -W -f '${Version}' dbus)
+	case $version in *+afbus*) ;; *) die "dbus in $TREE is $version, not the fork's" ;; esac
+
+	echo 0123456789abcdef0123456789abcdef >"$TREE/etc/machine-id"
+	echo afbus-system >"$TREE/etc/hostname"
+	chroot "$TREE" useradd --user-group --create-home --shell /bin/bash afbus
+	mkdir -p "$TREE/etc/systemd/system/serial-getty@ttyS0.service.d"
+	cat >"$TREE/etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf" <<-'EOF'
+	[Service]
+	ExecStart=
+	ExecStart=-/sbin/agetty --autologin root --keep-baud 115200,57600,38400,9600 - $TERM
+	EOF
+	for f in "$TESTS"/*; do
+		put "$f" "/usr/libexec/afbus/system/${f##*/}" 0755
+	done
+	put "$AFBUS_TOP/tests/dbus/lib/dbus-test-lib.sh" /usr/libexec/afbus/dbus-test-lib.sh
+	put "$AFBUS_BUILD/tests/dbus/afbus-echo-service" /usr/local/bin/afbus-echo-service 0755
+	put "$AFBUS_BUILD/tests/dbus/afbus-echo-client" /usr/local/bin/afbus-echo-client 0755
+	put "$TESTS/afbus-system-tests.service" /etc/systemd/system/afbus-system-tests.service
+	chmod 0644 "$TREE/etc/systemd/system/afbus-system-tests.service"
+	rm -f "$TREE/usr/libexec/afbus/system/afbus-system-tests.service"
+	mkdir -p "$TREE/etc/systemd/system/multi-user.target.wants"
+	ln -sf /etc/systemd/system/afbus-system-tests.service \
+		"$TREE/etc/systemd/system/multi-user.target.wants/"
+	cat >"$TREE/etc/dbus-1/system.d/com.example.Echo.conf" <<-'EOF'
+	<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+	 "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+	<busconfig>
+	  <policy user="root">
+	    <allow own="com.example.Echo"/>
+	  </policy>
+	  <policy context="default">
+	    <allow send_destination="com.example.Echo"/>
+	  </policy>
+	</busconfig>
+	EOF
+
+	# what a boot loader would load: both kernels and their initrds
+	rm -rf "$BOOT"
+	mkdir -p "$BOOT"
+	for f in "$TREE"/boot/vmlinuz-*; do
+		version=${f##*/vmlinuz-}
+		[ -f "$TREE/boot/initrd.img-$version" ] ||
+			die "no initrd for $version in $TREE/boot (see $LOG)"
+		case $version in *-afbus) kind=afbus ;; *) kind=stock ;; esac
+		cp "$f" "$BOOT/vmlinuz-$kind"
+		cp "$TREE/boot/initrd.img-$version" "$BOOT/initrd.img-$kind"
+		echo "$version" >"$BOOT/version-$kind"
+	done
+	[ -f "$BOOT/vmlinuz-afbus" ] && [ -f "$BOOT/vmlinuz-stock" ] ||
+		die "$TREE/boot lacks the AF_BUS or Debian's kernel: $(ls "$TREE/boot")"
+}
+
+main() {
+	local want size inodes
+	[ "$(cat "$DIR/base.key" 2>/dev/null)" = "$(base_key)" ] && [ -d "$BASE" ] || make_base
+	ls "$DEBS"/dbus-daemon_*.deb >/dev/null 2>&1 || die "no packages in $DEBS (make debs)"
+	ls "$KDEBS"/linux-image-*.deb >/dev/null 2>&1 || die "no kernel package in $KDEBS (make kernel-deb)"
+	PKGS=$(packages) || exit 1
+	want=$(image_key)
+	if [ -f "$IMG" ] && [ "$(cat "$IMG.key" 2>/dev/null)" = "$want" ]; then
+		msg "system image is up to date ($IMG)"
+		return 0
+	fi
+	msg "installing the fork's packages and the AF_BUS kernel (log: $LOG)"
+	make_tree
+	size=$(du -sm "$TREE" | cut -f1)
+	size=$((size + size / 4 + 256))
+	inodes=$(find "$TREE" | wc -l)
+	rm -f "$IMG.tmp"
+	mke2fs -q -t ext4 -L afbus-system -N $((inodes * 2 + 8192)) \
+		-d "$TREE" -F "$IMG.tmp" "${size}M" >/dev/null || die "mke2fs failed"
+	mv "$IMG.tmp" "$IMG"
+	echo "$want" >"$IMG.key"
+	msg "wrote $IMG (${size} MiB): kernels $(cat "$BOOT/version-afbus") and $(cat "$BOOT/version-stock")"
+}
+
+main "$@"
