@@ -67,6 +67,10 @@
 #                           run (default: 1, and 0 with --debug)
 #   AFBUS_SYSTEM=0|1        run the system guest's tests in a --check run
 #                           (default: 1, and 0 with --debug)
+#   AFBUS_SYSTEM_TIMEOUT=900  seconds before a system guest is declared hung
+#   AFBUS_SYSTEM_DEB_PROFILES="noudeb nodoc noinsttest"
+#                           the build profiles of the fork's packages the
+#                           system guest builds when `make debs` is stale
 #   AFBUS_ROOTFS_MIRROR=URL the Debian mirror debootstrap uses
 #   AFBUS_BENCH_RUNS=3, AFBUS_BENCH_CALLS=10000, AFBUS_BENCH_WARMUP=500,
 #   AFBUS_BENCH_DELIVERIES=3000, AFBUS_BENCH_SUBS=1,4,16,64,
@@ -190,10 +194,44 @@ guest_counts() {
 		}'
 }
 
+# guest_verdicts WHAT QEMU-STATUS TIMEOUT VARIABLE: the host's verdicts on the
+# guest run logged in $LOG, added to the totals: a timeout, a failed
+# qemu, a panic and an unfinished run fail; a finished run's clean
+# kernel log counts as one test.
+guest_verdicts() {
+	local what=$1 rc=$2 bad
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		echo "FAIL: $what timed out after ${3}s ($4)"
+		failed=$((failed + 1))
+	elif [ "$rc" != 0 ]; then
+		echo "FAIL: qemu exited with status $rc"
+		failed=$((failed + 1))
+	fi
+	if grep -q 'Kernel panic' "$LOG"; then
+		echo "FAIL: $what kernel panicked:"
+		tr -d '\r' <"$LOG" | grep -A3 'Kernel panic' | head -n 8 | sed 's/^/  /'
+		failed=$((failed + 1))
+	fi
+	if ! tr -d '\r' <"$LOG" | grep -qx '=== afbus: dmesg end ==='; then
+		echo "FAIL: the $what did not finish its test run"
+		failed=$((failed + 1))
+		return
+	fi
+	bad=$(guest_dmesg | grep -E "$BAD_KMSG" || true)
+	if [ -n "$bad" ]; then
+		echo "FAIL: $what kernel log has errors:"
+		echo "$bad" | head -n 40 | sed 's/^/  /'
+		failed=$((failed + 1))
+	else
+		echo "ok - $what kernel log is clean"
+		passed=$((passed + 1))
+	fi
+}
+
 # Take the guest's counts, add the host's own verdicts, print the
 # offending lines, and print the final count line.  Returns 0 if all passed.
 report() {
-	local qemu_rc=$1 checkpatch_rc=$2 bad
+	local qemu_rc=$1 checkpatch_rc=$2
 	read -r passed failed skipped < <(guest_counts)
 
 	echo
@@ -208,33 +246,7 @@ report() {
 			head -n 20 | sed 's/^/  /'
 		failed=$((failed + 1))
 	fi
-	if [ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 137 ]; then
-		echo "FAIL: guest timed out after ${TIMEOUT}s (AFBUS_TIMEOUT)"
-		failed=$((failed + 1))
-	elif [ "$qemu_rc" != 0 ]; then
-		echo "FAIL: qemu exited with status $qemu_rc"
-		failed=$((failed + 1))
-	fi
-	if grep -q 'Kernel panic' "$LOG"; then
-		echo "FAIL: guest kernel panicked:"
-		tr -d '\r' <"$LOG" | grep -A3 'Kernel panic' | head -n 8 | sed 's/^/  /'
-		failed=$((failed + 1))
-	fi
-	if ! tr -d '\r' <"$LOG" | grep -qx '=== afbus: dmesg end ==='; then
-		echo "FAIL: the guest did not finish its test run"
-		failed=$((failed + 1))
-	else
-		# The clean kernel log counts as one test.
-		bad=$(guest_dmesg | grep -E "$BAD_KMSG" || true)
-		if [ -n "$bad" ]; then
-			echo "FAIL: guest kernel log has errors:"
-			echo "$bad" | head -n 40 | sed 's/^/  /'
-			failed=$((failed + 1))
-		else
-			echo "ok - guest kernel log is clean"
-			passed=$((passed + 1))
-		fi
-	fi
+	guest_verdicts guest "$qemu_rc" "$TIMEOUT" AFBUS_TIMEOUT
 
 	if [ -z "$ROOTFS" ]; then
 		echo "skip - the Debian root file system's tests (AFBUS_ROOTFS=0)"
@@ -277,7 +289,7 @@ system_qemu() {
 # system_check afbus|stock: boot the system with that kernel, run its
 # tests, add their counts and the host's verdicts to the totals.
 system_check() {
-	local kind=$1 rc=0 p f s bad
+	local kind=$1 rc=0 p f s
 	LOG=$AFBUS_BUILD/system-$kind.log
 	msg "system guest on the $kind kernel ($(cat "$SYSTEM_BOOT/version-$kind"); log: $LOG)"
 	system_qemu "$kind" check timeout --foreground -k 10 "$SYSTEM_TIMEOUT" </dev/null || rc=$?
@@ -285,27 +297,7 @@ system_check() {
 	echo
 	echo "=== run-qemu.sh: system guest on the $kind kernel: $p passed, $f failed (log: $LOG)"
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
-	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-		echo "FAIL: system guest ($kind) timed out after ${SYSTEM_TIMEOUT}s"
-		failed=$((failed + 1))
-	elif [ "$rc" != 0 ]; then
-		echo "FAIL: qemu exited with status $rc"
-		failed=$((failed + 1))
-	fi
-	if ! tr -d '\r' <"$LOG" | grep -qx '=== afbus: dmesg end ==='; then
-		echo "FAIL: the system guest ($kind) did not finish its tests"
-		failed=$((failed + 1))
-		return
-	fi
-	bad=$(guest_dmesg | grep -E "$BAD_KMSG" || true)
-	if [ -n "$bad" ]; then
-		echo "FAIL: system guest ($kind) kernel log has errors:"
-		echo "$bad" | head -n 40 | sed 's/^/  /'
-		failed=$((failed + 1))
-	else
-		echo "ok - system guest ($kind) kernel log is clean"
-		passed=$((passed + 1))
-	fi
+	guest_verdicts "system guest ($kind)" "$rc" "$SYSTEM_TIMEOUT" AFBUS_SYSTEM_TIMEOUT
 }
 
 # The system guest's image and what it is made of (cached).
