@@ -18,7 +18,9 @@
 #      user afbus, the tests of tests/system/ and the unit that runs them
 #      when the kernel command line has afbus.check=1
 #      (afbus-system-tests.service), two D-Bus test programs and the
-#      system bus policy that lets them own com.example.Echo;
+#      system bus policy that lets them own com.example.Echo, and
+#      Debian's own dbus packages (from debootstrap's cache) in
+#      /var/cache/afbus/debian for the way back;
 #   3. mke2fs -d of the tree, without mounting anything.
 # Both kernels and their initrds are copied out of the tree into
 # build/system/boot/ for QEMU's -kernel and -initrd: what a boot loader
@@ -113,6 +115,14 @@ make_tree() {
 		die "dpkg -i of the fork's packages failed (see $LOG)"
 	}
 	rm -rf "$TREE/tmp/debs"
+	# Debian's own packages of the same names, for the way back
+	# (tests/system/uninstall.sh): debootstrap's, of the base's versions
+	mkdir -p "$TREE/var/cache/afbus/debian"
+	chroot "$BASE" dpkg-query -W -f '${Package} ${Version}\n' | grep dbus |
+		while read -r f version; do
+			cp "$CACHE/${f}_${version}"_*.deb "$TREE/var/cache/afbus/debian/" ||
+				die "no $f $version in $CACHE"
+		done
 	version=$(chroot "$TREE" dpkg-query -W -f '${Version}' dbus)
 	case $version in *+afbus*) ;; *) die "dbus in $TREE is $version, not the fork's" ;; esac
 
