@@ -14,20 +14,9 @@
 . /usr/libexec/afbus/dbus-test-lib.sh
 cd /tmp
 
-D=/tmp/daemon-replies
-rm -rf $D
-mkdir -p $D
-AF=afbus:file=$D/bus.afbus
-UX=unix:path=$D/bus.sock
 # mixed_bus_config's bus, with the limit the test is about
-mixed_bus_config $D/bus.conf.in $AF $UX
-{
-	sed '$d' $D/bus.conf.in
-	echo '  <limit name="max_replies_per_connection">4</limit>'
-	echo '</busconfig>'
-} >$D/bus.conf
 check "a daemon with max_replies_per_connection 4 starts" \
-	start_config_bus $D/bus.conf $D/bus.afbus $D/bus.sock
+	start_mixed_bus /tmp/daemon-replies max_replies_per_connection=4
 export DBUS_SESSION_BUS_ADDRESS=$AF
 expect_eq "... and gives the kernel that limit" \
 	"check-sender policy replies max-replies=4 reply-timeout=0" \

@@ -17,21 +17,10 @@
 . /usr/libexec/afbus/dbus-test-lib.sh
 cd /tmp
 
-D=/tmp/dbus-fds
-rm -rf $D
-mkdir -p $D
-AF=afbus:file=$D/bus.afbus
-UX=unix:path=$D/bus.sock
 # a low max_replies_per_connection: a refused call whose reply the
 # kernel kept awaiting would soon fail every direct call
-mixed_bus_config $D/bus.conf.in $AF $UX
-{
-	sed '$d' $D/bus.conf.in
-	echo '  <limit name="max_replies_per_connection">4</limit>'
-	echo '</busconfig>'
-} >$D/bus.conf
 check "the daemon starts on afbus: and unix:" \
-	start_config_bus $D/bus.conf $D/bus.afbus $D/bus.sock
+	start_mixed_bus /tmp/dbus-fds max_replies_per_connection=4
 export DBUS_SESSION_BUS_ADDRESS=$AF
 legacy="env DBUS_SESSION_BUS_ADDRESS=$UX"
 
@@ -115,12 +104,8 @@ check "the daemon is still running" kill -0 "$BUS_PID"
 # A lower max_message_unix_fds holds for messages through the daemon,
 # whose sender it disconnects as dbus-daemon does; the kernel does not
 # know the limit, so direct messages may carry up to 16.
-mixed_bus_config $D/four.conf.in afbus:file=$D/four.afbus unix:path=$D/four.sock
-{
-	sed '$d' $D/four.conf.in
-	echo '  <limit name="max_message_unix_fds">4</limit>'
-	echo '</busconfig>'
-} >$D/four.conf
+mixed_bus_config $D/four.conf afbus:file=$D/four.afbus unix:path=$D/four.sock
+config_limit $D/four.conf max_message_unix_fds 4
 check "a daemon with max_message_unix_fds 4 starts" \
 	start_config_bus $D/four.conf $D/four.afbus $D/four.sock
 export DBUS_SESSION_BUS_ADDRESS=afbus:file=$D/four.afbus

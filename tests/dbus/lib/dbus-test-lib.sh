@@ -182,6 +182,32 @@ EOF
 	} >"$_f"
 }
 
+# config_limit FILE NAME VALUE: add <limit name="NAME">VALUE</limit> to
+# the bus configuration FILE (as mixed_bus_config writes it).
+config_limit() {
+	sed '$d' "$1" >"$1.tmp"
+	printf '  <limit name="%s">%s</limit>\n</busconfig>\n' "$2" "$3" >>"$1.tmp"
+	mv "$1.tmp" "$1"
+}
+
+# start_mixed_bus DIR [NAME=VALUE...]: DIR made anew, and a daemon on
+# mixed_bus_config's bus at AF=afbus:file=DIR/bus.afbus and
+# UX=unix:path=DIR/bus.sock (both set, and D=DIR), with each <limit>
+# NAME set to VALUE; fails if it does not start (start_config_bus).
+start_mixed_bus() {
+	D=$1
+	shift
+	rm -rf "$D"
+	mkdir -p "$D"
+	AF=afbus:file=$D/bus.afbus
+	UX=unix:path=$D/bus.sock
+	mixed_bus_config "$D/bus.conf" "$AF" "$UX"
+	for _l in "$@"; do
+		config_limit "$D/bus.conf" "${_l%%=*}" "${_l#*=}"
+	done
+	start_config_bus "$D/bus.conf" "$D/bus.afbus" "$D/bus.sock"
+}
+
 # start_config_bus CONFIG-FILE PATH...: start dbus-daemon with
 # CONFIG-FILE (its output in CONFIG-FILE.out), set BUS_PID, and wait
 # until each PATH it listens on is there (a socket, or a non-empty
