@@ -137,6 +137,14 @@ build() {
 	make all
 }
 
+# console_args: CONSOLE, the guest's serial console and QEMU's monitor
+# on stdio, logged to $LOG; no display, and no reboot.
+console_args() {
+	CONSOLE=(-nographic -no-reboot
+		-chardev "stdio,id=console,mux=on,signal=off,logfile=$LOG"
+		-serial chardev:console -mon chardev=console)
+}
+
 # run_qemu MODE [WRAPPER...]: boot the guest (through WRAPPER, such as
 # `timeout N`); the serial console is on stdio and also logged to $LOG.
 run_qemu() {
@@ -161,10 +169,8 @@ run_qemu() {
 		append=afbus.rootfs=/dev/vda
 	fi
 	rm -f "$LOG"
-	"$@" qemu-system-x86_64 "${accel[@]}" -smp "$CPUS" -m "$MEM" \
-		-nographic -no-reboot \
-		-chardev stdio,id=console,mux=on,signal=off,logfile="$LOG" \
-		-serial chardev:console -mon chardev=console \
+	console_args
+	"$@" qemu-system-x86_64 "${accel[@]}" -smp "$CPUS" -m "$MEM" "${CONSOLE[@]}" \
 		-kernel "$KERNEL" -initrd "$INITRAMFS" ${disk[@]+"${disk[@]}"} \
 		-append "console=ttyS0 panic=-1 random.trust_cpu=on $append afbus.mode=$mode afbus.cpus=$CPUS afbus.test_timeout=$TEST_TIMEOUT afbus.fuzz_seconds=$FUZZ_SECONDS afbus.fuzz_seed=${AFBUS_FUZZ_SEED:-} afbus.stress_msgs=$STRESS_MSGS $GUEST_APPEND ${AFBUS_APPEND:-}"
 }
@@ -276,11 +282,9 @@ system_qemu() {
 	[ "$mode" = check ] &&
 		append="$append afbus.check=1 systemd.mask=serial-getty@ttyS0.service"
 	rm -f "$LOG"
+	console_args
 	"$@" qemu-system-x86_64 -accel tcg -cpu qemu64,+rdrand -smp "$CPUS" -m "$MEM" \
-		-nographic -no-reboot \
-		-chardev stdio,id=console,mux=on,signal=off,logfile="$LOG" \
-		-serial chardev:console -mon chardev=console \
-		-kernel "$SYSTEM_BOOT/vmlinuz-$kind" -initrd "$SYSTEM_BOOT/initrd.img-$kind" \
+		"${CONSOLE[@]}" -kernel "$SYSTEM_BOOT/vmlinuz-$kind" -initrd "$SYSTEM_BOOT/initrd.img-$kind" \
 		-drive "file=$SYSTEM_IMG,format=raw,if=virtio,snapshot=on" \
 		-device virtio-rng-pci \
 		-append "$append ${AFBUS_APPEND:-}"

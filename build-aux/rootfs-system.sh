@@ -99,7 +99,8 @@ image_key() {
 		(cd "$AFBUS_TOP" && find tests/system -type f | sort | xargs sha256sum)
 		sha256sum "$AFBUS_TOP/tests/dbus/lib/dbus-test-lib.sh" \
 			"$AFBUS_BUILD"/tests/dbus/afbus-echo-service \
-			"$AFBUS_BUILD"/tests/dbus/afbus-echo-client | sed 's|  .*/|  |'
+			"$AFBUS_BUILD"/tests/dbus/afbus-echo-client \
+			"$AFBUS_BUILD"/tests/dbus/afbus-flood-client | sed 's|  .*/|  |'
 	} | sha256sum | cut -d' ' -f1
 }
 
@@ -135,30 +136,18 @@ make_tree() {
 	ExecStart=
 	ExecStart=-/sbin/agetty --autologin root --keep-baud 115200,57600,38400,9600 - $TERM
 	EOF
-	for f in "$TESTS"/*; do
+	for f in "$TESTS"/*.sh "$TESTS/run-tests"; do
 		put "$f" "/usr/libexec/afbus/system/${f##*/}" 0755
 	done
-	put "$AFBUS_TOP/tests/dbus/lib/dbus-test-lib.sh" /usr/libexec/afbus/dbus-test-lib.sh
-	put "$AFBUS_BUILD/tests/dbus/afbus-echo-service" /usr/local/bin/afbus-echo-service 0755
-	put "$AFBUS_BUILD/tests/dbus/afbus-echo-client" /usr/local/bin/afbus-echo-client 0755
 	put "$TESTS/afbus-system-tests.service" /etc/systemd/system/afbus-system-tests.service
-	chmod 0644 "$TREE/etc/systemd/system/afbus-system-tests.service"
-	rm -f "$TREE/usr/libexec/afbus/system/afbus-system-tests.service"
 	mkdir -p "$TREE/etc/systemd/system/multi-user.target.wants"
 	ln -sf /etc/systemd/system/afbus-system-tests.service \
 		"$TREE/etc/systemd/system/multi-user.target.wants/"
-	cat >"$TREE/etc/dbus-1/system.d/com.example.Echo.conf" <<-'EOF'
-	<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-	 "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-	<busconfig>
-	  <policy user="root">
-	    <allow own="com.example.Echo"/>
-	  </policy>
-	  <policy context="default">
-	    <allow send_destination="com.example.Echo"/>
-	  </policy>
-	</busconfig>
-	EOF
+	put "$TESTS/com.example.Echo.conf" /etc/dbus-1/system.d/com.example.Echo.conf
+	put "$AFBUS_TOP/tests/dbus/lib/dbus-test-lib.sh" /usr/libexec/afbus/dbus-test-lib.sh
+	for f in afbus-echo-service afbus-echo-client afbus-flood-client; do
+		put "$AFBUS_BUILD/tests/dbus/$f" "/usr/local/bin/$f" 0755
+	done
 
 	# what a boot loader would load: both kernels and their initrds
 	rm -rf "$BOOT"
