@@ -3,8 +3,9 @@
 # AF_BUS on the system bus (the AF_BUS kernel only): clients of the
 # fork's libdbus are AF_BUS clients, listed in /proc/net/bus, and a call
 # between two of them goes through the kernel alone: it is answered
-# while the bus daemon is stopped (SIGSTOP).  On Debian's kernel, the
-# fork's clients are on the unix socket.
+# while the bus daemon is stopped (SIGSTOP); an unprivileged client that
+# floods the service while it stalls holds up nobody else.  On Debian's
+# kernel, the fork's clients are on the unix socket.
 . /usr/libexec/afbus/dbus-test-lib.sh
 
 daemon=$(systemctl show -P MainPID dbus.service)
@@ -15,10 +16,6 @@ export DBUS_SESSION_BUS_ADDRESS
 afbus-echo-service com.example.Echo >/tmp/echo.out 2>&1 &
 svc=$!
 _pids=$svc
-wait_for_line() {
-	i=0
-	while ! grep -q "$2" "$1" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-}
 wait_for_line /tmp/echo.out '^ready '
 name=$(sed -n 's/^ready //p' /tmp/echo.out)
 expect_match "a service of the fork's libdbus owns com.example.Echo" '^:[0-9]+\.[0-9a-f]+$' "$name"
@@ -68,4 +65,26 @@ expect_eq "... and the client exited 0" 0 "$rc"
 out=$(timeout 30 dbus-send --system --print-reply=literal --dest=org.freedesktop.DBus / \
 	org.freedesktop.DBus.GetId 2>&1)
 expect_match "the daemon answers again once continued" '^ +[0-9a-f]{32}$' "$out"
+
+# A hostile unprivileged client: uid afbus stalls the service for 6 s
+# and floods it with 2000 calls meanwhile (its queue fills, the flooder
+# blocks).  The system's own services, the bus daemon, and a root
+# client calling the same service after the stall are unaffected, and
+# the flooder's calls are all answered in the end.
+setpriv --reuid=afbus --regid=afbus --init-groups env HOME=/home/afbus \
+	DBUS_SESSION_BUS_ADDRESS="$DBUS_SESSION_BUS_ADDRESS" \
+	timeout 120 afbus-flood-client com.example.Echo 2000 6000 >/tmp/flood.out 2>&1 &
+flood=$!
+wait_for_line /tmp/flood.out '^flushing'
+out=$(timeout 5 dbus-send --system --print-reply=literal --dest=org.freedesktop.DBus / \
+	org.freedesktop.DBus.GetId 2>&1)
+expect_match "during the flood, the bus daemon answers within 5 s" '^ +[0-9a-f]{32}$' "$out"
+out=$(timeout 10 busctl --system get-property org.freedesktop.systemd1 \
+	/org/freedesktop/systemd1 org.freedesktop.systemd1.Manager Version 2>&1)
+expect_match "... and systemd (a unix client) within 10 s" '^s "[0-9]+' "$out"
+wait $flood
+expect_match "the flooder's 2000 calls are all answered, in order" \
+	'^calls=2000 ok=2000 in-order=1 ' "$(cat /tmp/flood.out)"
+expect_match "... then a root client's calls to the service are answered" \
+	'^calls=3 ok=3 errors=0 ' "$(timeout 30 afbus-echo-client "$name" 3 -1 2>&1)"
 finish
