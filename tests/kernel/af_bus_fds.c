@@ -1055,6 +1055,43 @@ TEST(gc_many_cycles)
 }
 
 /*
+ * (f) Each of 8 clients holds itself in the first message queued to it,
+ * behind which it sent itself as many messages as its receive buffer
+ * takes. Freeing that first message puts the last reference to the
+ * client's file, which is released from another thread, while the
+ * collector still frees the messages behind it: their receive buffer
+ * charge must not outlive the socket (on a KASAN kernel, the guest's
+ * kernel log check catches a use after free).
+ */
+#define BEHIND_PEERS	8
+
+TEST(gc_messages_queued_behind_the_cycle)
+{
+	struct bus_counts base = baseline(_metadata);
+	struct bus_peer p[BEHIND_PEERS];
+	struct bus_name bus;
+	int m, i, n;
+
+	open_bus(_metadata, &bus, &m, p, BEHIND_PEERS);
+	for (i = 0; i < BEHIND_PEERS; i++) {
+		send_fd(_metadata, p[i].cfd, &bus, p[i].addr, "self", p[i].cfd);
+		for (n = 0; n < 1000; n++)
+			if (bus_sendto(p[i].cfd, &bus, p[i].addr, "behind", 6,
+				       MSG_DONTWAIT) != 6)
+				break;
+		ASSERT_EQ(EAGAIN, errno) TH_LOG("message %d behind", n);
+		ASSERT_LE(100, n) TH_LOG("only %d messages fit behind", n);
+	}
+	close_clients(p, BEHIND_PEERS);
+	trigger_gc(_metadata);
+	for (i = 0; i < BEHIND_PEERS; i++)
+		expect_client_gone(_metadata, p[i].afd);
+	wait_counts(_metadata, &base, 1 + BEHIND_PEERS);
+	bus_close_peers(&m, p, BEHIND_PEERS);
+	wait_counts(_metadata, &base, 0);
+}
+
+/*
  * Make a self-cycle on a client of bus (master m) and run a collection;
  * returns once it was collected, which proves that a collection ran after
  * everything the caller set up before.  Returns its accepted socket.
