@@ -109,8 +109,17 @@ bus_afbus_owner (BusContext *context,
  * replaces the configuration's addresses; the fork keeps its AF_BUS
  * ones because systemd, which starts the system and session buses with
  * --address=systemd: to pass them their unix sockets, cannot make AF_BUS
- * buses: the daemon makes them itself.  Appends to @list the strings,
- * which stay @address's and @config's; FALSE if out of memory.
+ * buses: the daemon makes them itself.
+ *
+ * A bare "afbus:" makes a fresh bus that only --print-address tells
+ * anybody about.  Under --address it becomes "afbus:runtime=yes", as
+ * systemd's $XDG_RUNTIME_DIR/bus socket takes the place of the session
+ * configuration's unix:tmpdir=: the user bus of dbus-user-session is
+ * then found at $XDG_RUNTIME_DIR/bus.afbus (a daemon without
+ * $XDG_RUNTIME_DIR logs that it does not listen on it).
+ *
+ * Appends to @list the strings, which stay @address's and @config's or
+ * are static; FALSE if out of memory.
  */
 dbus_bool_t
 bus_afbus_cmdline_addresses (DBusList  **list,
@@ -127,8 +136,13 @@ bus_afbus_cmdline_addresses (DBusList  **list,
   for (link = _dbus_list_get_first_link (config); link != NULL;
        link = _dbus_list_get_next_link (config, link))
     {
-      if (strncmp (link->data, "afbus:", strlen ("afbus:")) == 0 &&
-          !_dbus_list_append (list, link->data))
+      const char *listen = link->data;
+
+      if (strcmp (listen, "afbus:") == 0)
+        listen = "afbus:runtime=yes";
+      else if (strncmp (listen, "afbus:", strlen ("afbus:")) != 0)
+        continue;
+      if (!_dbus_list_append (list, (char *) listen))
         return FALSE;
     }
   return TRUE;

@@ -181,6 +181,77 @@ _dbus_afbus_read_path_file (const char *file,
   return TRUE;
 }
 
+/**
+ * Reads the keys of an "afbus:" address that say where the bus is:
+ * path=PATH (the bus itself), file=FILE (a file holding the bus's path,
+ * which the daemon writes) or runtime=yes, which means
+ * file=$XDG_RUNTIME_DIR/bus.afbus: the AF_BUS twin of unix:runtime=yes,
+ * whose socket is $XDG_RUNTIME_DIR/bus.  At most one of them may be
+ * given; a server given none makes a fresh bus.
+ *
+ * @param entry the address entry
+ * @param path_p set to the value of path=, or #NULL
+ * @param file initialized string that receives the file, or stays empty
+ * @param error set on failure: #DBUS_ERROR_BAD_ADDRESS for a wrong
+ *   address, #DBUS_ERROR_NOT_SUPPORTED for runtime=yes without
+ *   $XDG_RUNTIME_DIR
+ * @returns #FALSE on error
+ */
+dbus_bool_t
+_dbus_afbus_address_location (DBusAddressEntry *entry,
+                              const char      **path_p,
+                              DBusString       *file,
+                              DBusError        *error)
+{
+  const char *path = dbus_address_entry_get_value (entry, "path");
+  const char *file_key = dbus_address_entry_get_value (entry, "file");
+  const char *runtime = dbus_address_entry_get_value (entry, "runtime");
+  const char *dir;
+
+  if ((path != NULL) + (file_key != NULL) + (runtime != NULL) > 1)
+    {
+      _dbus_set_bad_address (error, NULL, NULL,
+                             "cannot specify two of \"path\", \"file\" and \"runtime\" in an afbus: address");
+      return FALSE;
+    }
+
+  *path_p = path;
+  if (file_key != NULL)
+    {
+      if (!_dbus_string_append (file, file_key))
+        {
+          _DBUS_SET_OOM (error);
+          return FALSE;
+        }
+      return TRUE;
+    }
+  if (runtime == NULL)
+    return TRUE;
+
+  if (strcmp (runtime, "yes") != 0)
+    {
+      _dbus_set_bad_address (error, NULL, NULL,
+                             "if given, the only value allowed for \"runtime\" in an afbus: address is \"yes\"");
+      return FALSE;
+    }
+
+  dir = _dbus_getenv ("XDG_RUNTIME_DIR");
+  if (dir == NULL)
+    {
+      dbus_set_error (error, DBUS_ERROR_NOT_SUPPORTED,
+                      "afbus:runtime=yes needs \"XDG_RUNTIME_DIR\", which is not set");
+      return FALSE;
+    }
+
+  if (!_dbus_string_append (file, dir) ||
+      !_dbus_string_append (file, "/bus.afbus"))
+    {
+      _DBUS_SET_OOM (error);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 /* Slot of DBusMessage holding a dbus_uint64_t: see below. */
 static dbus_int32_t relay_addr_slot = -1;
 

@@ -22,6 +22,7 @@
 #include <dbus/dbus-string.h>
 #include <dbus/dbus-list.h>
 #include <dbus/dbus-message.h>
+#include <dbus/dbus-address.h>
 
 #ifdef __linux__
 #define DBUS_HAVE_AFBUS 1
@@ -73,6 +74,10 @@ dbus_bool_t   _dbus_afbus_sockaddr_for_path     (const char        *path,
                                                  DBusError         *error);
 dbus_bool_t   _dbus_afbus_read_path_file        (const char        *file,
                                                  DBusString        *path,
+                                                 DBusError         *error);
+dbus_bool_t   _dbus_afbus_address_location      (DBusAddressEntry  *entry,
+                                                 const char       **path_p,
+                                                 DBusString        *file,
                                                  DBusError         *error);
 
 DBUS_PRIVATE_EXPORT

@@ -429,7 +429,8 @@ server_new_for_afbus (DBusSocket  fd,
 
 /**
  * Tries to interpret the address entry as an AF_BUS address to listen
- * on (afbus:, afbus:path=PATH or afbus:file=FILE).
+ * on (afbus:, afbus:path=PATH, afbus:file=FILE or afbus:runtime=yes; see
+ * _dbus_afbus_address_location()).
  *
  * @param entry the address entry
  * @param server_p location to store a new DBusServer, or #NULL on failure.
@@ -443,9 +444,10 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
 {
   const char *method = dbus_address_entry_get_method (entry);
   const char *path, *file;
-  DBusString path_str, contents, file_str;
+  DBusString path_str, contents, file_str, file_name;
   DBusSocket fd;
   dbus_bool_t wrote_file = FALSE;
+  DBusServerListenResult result = DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
 
   *server_p = NULL;
 
@@ -455,18 +457,24 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
       return DBUS_SERVER_LISTEN_NOT_HANDLED;
     }
 
-  path = dbus_address_entry_get_value (entry, "path");
-  file = dbus_address_entry_get_value (entry, "file");
-
-  if (path != NULL && file != NULL)
+  if (!_dbus_string_init (&file_name))
     {
-      _dbus_set_bad_address (error, NULL, NULL,
-                             "cannot specify both \"path\" and \"file\" in an afbus: address");
-      return DBUS_SERVER_LISTEN_BAD_ADDRESS;
+      _DBUS_SET_OOM (error);
+      return DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
     }
+
+  if (!_dbus_afbus_address_location (entry, &path, &file_name, error))
+    {
+      _dbus_string_free (&file_name);
+      return dbus_error_has_name (error, DBUS_ERROR_BAD_ADDRESS) ?
+        DBUS_SERVER_LISTEN_BAD_ADDRESS : DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
+    }
+  file = _dbus_string_get_length (&file_name) > 0 ?
+    _dbus_string_get_const_data (&file_name) : NULL;
 
   if (!_dbus_string_init (&path_str))
     {
+      _dbus_string_free (&file_name);
       _DBUS_SET_OOM (error);
       return DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
     }
@@ -485,15 +493,13 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
   fd = listen_afbus (_dbus_string_get_const_data (&path_str), error);
   if (!_dbus_socket_is_valid (fd))
     {
-      DBusServerListenResult result =
+      result =
         dbus_error_has_name (error, DBUS_ERROR_BAD_ADDRESS) ?
         DBUS_SERVER_LISTEN_BAD_ADDRESS :
         dbus_error_has_name (error, DBUS_ERROR_ADDRESS_IN_USE) ?
         DBUS_SERVER_LISTEN_ADDRESS_ALREADY_USED :
         DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
-
-      _dbus_string_free (&path_str);
-      return result;
+      goto failed;
     }
 
   if (file != NULL)
@@ -529,6 +535,7 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
     goto failed_fd;
 
   _dbus_string_free (&path_str);
+  _dbus_string_free (&file_name);
   return DBUS_SERVER_LISTEN_OK;
 
  failed_fd:
@@ -538,7 +545,8 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
     unlink (file);
  failed:
   _dbus_string_free (&path_str);
-  return DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
+  _dbus_string_free (&file_name);
+  return result;
 }
 
 /* Sets the SOL_BUS buffer option @p opt (what: "send" or "receive") of

@@ -2108,7 +2108,8 @@ connect_afbus (const char *path,
 
 /**
  * Opens a client transport for an "afbus:" address: afbus:path=PATH
- * connects to { AF_BUS, 0, PATH }; afbus:file=FILE reads PATH from FILE.
+ * connects to { AF_BUS, 0, PATH }; afbus:file=FILE reads PATH from FILE,
+ * and afbus:runtime=yes from $XDG_RUNTIME_DIR/bus.afbus.
  *
  * @param entry the address entry
  * @param transport_p return location for the transport
@@ -2121,10 +2122,11 @@ _dbus_transport_open_afbus (DBusAddressEntry  *entry,
                             DBusError         *error)
 {
   const char *method = dbus_address_entry_get_method (entry);
-  const char *path, *file;
+  const char *path;
   DBusString path_str = _DBUS_STRING_INIT_INVALID;
-  DBusString address;
+  DBusString address, file;
   DBusSocket fd;
+  dbus_bool_t ok;
 
   if (strcmp (method, "afbus") != 0)
     {
@@ -2132,35 +2134,41 @@ _dbus_transport_open_afbus (DBusAddressEntry  *entry,
       return DBUS_TRANSPORT_OPEN_NOT_HANDLED;
     }
 
-  path = dbus_address_entry_get_value (entry, "path");
-  file = dbus_address_entry_get_value (entry, "file");
-
-  if ((path == NULL) == (file == NULL))
-    {
-      _dbus_set_bad_address (error, "afbus", "path or file", NULL);
-      return DBUS_TRANSPORT_OPEN_BAD_ADDRESS;
-    }
-
-  if (!_dbus_string_init (&path_str))
+  if (!_dbus_string_init (&file))
     {
       _DBUS_SET_OOM (error);
       return DBUS_TRANSPORT_OPEN_DID_NOT_CONNECT;
     }
 
-  if (file != NULL)
+  ok = _dbus_afbus_address_location (entry, &path, &file, error);
+  if (ok && path == NULL && _dbus_string_get_length (&file) == 0)
     {
-      if (!_dbus_afbus_read_path_file (file, &path_str, error))
-        {
-          _dbus_string_free (&path_str);
-          return dbus_error_has_name (error, DBUS_ERROR_BAD_ADDRESS) ?
-            DBUS_TRANSPORT_OPEN_BAD_ADDRESS : DBUS_TRANSPORT_OPEN_DID_NOT_CONNECT;
-        }
+      _dbus_set_bad_address (error, "afbus", "path or file or runtime",
+                             NULL);
+      ok = FALSE;
     }
-  else if (!_dbus_string_append (&path_str, path))
+
+  if (ok && !_dbus_string_init (&path_str))
+    {
+      _DBUS_SET_OOM (error);
+      ok = FALSE;
+    }
+
+  if (ok && path == NULL)
+    ok = _dbus_afbus_read_path_file (_dbus_string_get_const_data (&file),
+                                     &path_str, error);
+  else if (ok && !_dbus_string_append (&path_str, path))
+    {
+      _DBUS_SET_OOM (error);
+      ok = FALSE;
+    }
+
+  _dbus_string_free (&file);
+  if (!ok)
     {
       _dbus_string_free (&path_str);
-      _DBUS_SET_OOM (error);
-      return DBUS_TRANSPORT_OPEN_DID_NOT_CONNECT;
+      return dbus_error_has_name (error, DBUS_ERROR_BAD_ADDRESS) ?
+        DBUS_TRANSPORT_OPEN_BAD_ADDRESS : DBUS_TRANSPORT_OPEN_DID_NOT_CONNECT;
     }
 
   if (!_dbus_string_init (&address))
