@@ -119,7 +119,7 @@ key_inputs() {
 		done
 	done
 	(cd "$AFBUS_TOP" && sha256sum packaging/debian-dir.patch packaging/changelog-entry \
-		policy/system-afbus.conf \
+		policy/system-afbus.conf policy/session-afbus.conf \
 		$(for p in $NEW_PATCHES; do echo "packaging/patch-headers/$p"; done))
 	echo "$(sha256sum <"$0" | cut -d' ' -f1)  build-aux/debs.sh"
 	echo "$(echo "$DEB_BUILD_OPTIONS $DEBFULLNAME <$DEBEMAIL> ${DEB_BUILD_PROFILES:-}" | sha256sum | cut -d' ' -f1)  DEB_BUILD_OPTIONS, DEBFULLNAME, DEBEMAIL, DEB_BUILD_PROFILES"
@@ -164,9 +164,11 @@ make_source_package() {
 	# debian/: build dependency, configure flags, changelog
 	patch -d "$TREE" -p1 --no-backup-if-mismatch <"$PACKAGING/debian-dir.patch" >>"$LOG" 2>&1 ||
 		die "packaging/debian-dir.patch does not apply (see $LOG)"
-	# the system bus's AF_BUS address (dbus-system-bus-common.install)
-	mkdir -p "$TREE/debian/afbus"
-	cp "$AFBUS_TOP/policy/system-afbus.conf" "$TREE/debian/afbus/afbus.conf"
+	# the buses' AF_BUS addresses (dbus-system-bus-common.install,
+	# dbus-session-bus-common.install)
+	mkdir -p "$TREE/debian/afbus/system.d" "$TREE/debian/afbus/session.d"
+	cp "$AFBUS_TOP/policy/system-afbus.conf" "$TREE/debian/afbus/system.d/afbus.conf"
+	cp "$AFBUS_TOP/policy/session-afbus.conf" "$TREE/debian/afbus/session.d/afbus.conf"
 	version=$(cd "$TREE" && dpkg-parsechangelog -S Version)$AFBUS_SUFFIX
 	local first=1 line
 	while IFS= read -r line; do
