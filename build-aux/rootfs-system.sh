@@ -5,8 +5,8 @@
 # ext4 image of a Debian system installed the way a user would install
 # AF_BUS on one:
 #   1. debootstrap --variant=minbase bookworm with systemd as init
-#      (systemd-sysv, udev, libpam-systemd: logind), Debian's dbus,
-#      polkitd, libmnl0 (which the fork's dbus-daemon needs) and Debian's
+#      (systemd-sysv, udev, libpam-systemd: logind), Debian's dbus and
+#      dbus-user-session (the user bus), polkitd, libmnl0 (which the fork's dbus-daemon needs) and Debian's
 #      own kernel (linux-image-amd64, its initrd made by initramfs-tools):
 #      build/system/base, redone only when its inputs change;
 #   2. in a copy of it (build/system/tree): `dpkg -i` of the fork's
@@ -33,7 +33,7 @@ set -eu
 . "$(dirname "$0")/common.sh"
 
 SUITE=bookworm
-PACKAGES=systemd-sysv,udev,libpam-systemd,dbus,polkitd,libmnl0,procps,linux-image-amd64,initramfs-tools
+PACKAGES=systemd-sysv,udev,libpam-systemd,dbus,dbus-user-session,polkitd,libmnl0,procps,linux-image-amd64,initramfs-tools
 MIRROR=${AFBUS_ROOTFS_MIRROR:-http://deb.debian.org/debian}
 DIR=$AFBUS_BUILD/system
 BASE=$DIR/base

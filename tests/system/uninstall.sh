@@ -26,6 +26,11 @@ expect_match "dbus-daemon is Debian's again" '^1\.14\.10-1~deb12u1$' \
 	"$(dpkg-query -W -f '${Version}' dbus-daemon)"
 check "the system bus's AF_BUS address is gone with dbus-system-bus-common" \
 	test ! -e /usr/share/dbus-1/system.d/afbus.conf
+check "... the session bus's with dbus-session-bus-common" \
+	test ! -e /usr/share/dbus-1/session.d/afbus.conf
+expect_match "... and the user bus's socket unit gives its unix address alone" \
+	'set-environment DBUS_SESSION_BUS_ADDRESS=unix:path=%t/bus$' \
+	"$(grep '^ExecStartPost=' /usr/lib/systemd/user/dbus.socket)"
 check "libdbus is Debian's (no AF_BUS default address in it)" \
 	sh -c '! grep -q system_bus.afbus /usr/lib/x86_64-linux-gnu/libdbus-1.so.3'
 expect_eq "dpkg --audit finds nothing" "" "$(dpkg --audit 2>&1)"
