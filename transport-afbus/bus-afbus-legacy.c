@@ -63,9 +63,12 @@
  *   goes out on A1, to C1.
  * The daemon writes everything C1 reads to the legacy connection, and
  * stops reading C1 while the legacy client has more than
- * max_incoming_bytes of it not yet written (then C1's queue in the
+ * max_outgoing_bytes of it not yet written (then C1's queue in the
  * kernel fills up and its peers wait, as for a native client that does
- * not read).  A message with fds for a legacy client that did not
+ * not read).  What the daemon sends the legacy client waits in A1 while
+ * C1's queue is full, and what the legacy client sends to an AF_BUS
+ * client waits in C1 while that client's queue is full: each of these
+ * queues is held to max_outgoing_bytes (bus_afbus_legacy_queue()).  A message with fds for a legacy client that did not
  * negotiate fd passing is not delivered: its sender gets NotSupported
  * (refuse_fds()).
  *
@@ -489,10 +492,10 @@ bus_afbus_legacy_attach (DBusConnection *connection,
   _dbus_socket_invalidate (&client_fd);
   _dbus_socket_invalidate (&accepted_fd);
 
-  /* What the daemon holds for the legacy client, at most: then its
-   * peers wait. */
+  /* What the daemon holds for the legacy client, at most, as for any
+   * recipient (max_outgoing_bytes): then its peers wait. */
   dbus_connection_set_max_received_size (legacy->client,
-                                         dbus_connection_get_max_received_size (connection));
+                                         bus_context_get_max_outgoing_bytes (context));
 
   if (!setup_relay (legacy, legacy->client, client_filter) ||
       !setup_relay (legacy, legacy->accepted, accepted_filter) ||
@@ -610,35 +613,65 @@ is_addressed_recipient (DBusConnection *connection,
 }
 
 /**
+ * The connection on whose outgoing queue the daemon writes @p message
+ * for @p destination: the sender's C1 when a legacy client sends to the
+ * AF_BUS client it is addressed to, else the destination's A1 when the
+ * destination is a legacy client, else the destination itself.  That
+ * queue is where the message waits while its recipient does not read,
+ * and what bus_context_check_security_policy() holds to
+ * max_outgoing_bytes and max_outgoing_unix_fds, as dbus-daemon holds
+ * the recipient's own; with @p addr_p, also the AF_BUS address C1
+ * sends to (else 0).
+ */
+DBusConnection *
+bus_afbus_legacy_queue (DBusConnection *sender,
+                        DBusConnection *destination,
+                        DBusMessage    *message,
+                        dbus_uint64_t  *addr_p)
+{
+  BusAfbusLegacy *from = legacy_get (sender);
+  BusAfbusLegacy *to = legacy_get (destination);
+  dbus_uint64_t addr = 0;
+  int fd;
+
+  if (addr_p != NULL)
+    *addr_p = 0;
+
+  if (from != NULL &&
+      bus_afbus_connection_fd (destination, &fd, &addr) &&
+      is_addressed_recipient (destination, message))
+    {
+      if (addr_p != NULL)
+        *addr_p = addr;
+      return from->client;
+    }
+
+  if (to != NULL)
+    return to->accepted;
+
+  return destination;
+}
+
+/**
  * The connection on which the daemon writes @p message for
- * @p destination (a new reference), or NULL if no memory: the sender's
- * C1 when a legacy client sends to the AF_BUS client it is addressed
- * to (at that client's unique address), else the destination's A1 when
- * the destination is a legacy client, else the destination itself.
+ * @p destination (a new reference), or NULL if no memory
+ * (bus_afbus_legacy_queue()); a message that C1 sends gets the address
+ * it goes to.
  */
 DBusConnection *
 bus_afbus_legacy_relay (DBusConnection *sender,
                         DBusConnection *destination,
                         DBusMessage    *message)
 {
-  BusAfbusLegacy *from = legacy_get (sender);
-  BusAfbusLegacy *to = legacy_get (destination);
   dbus_uint64_t addr;
-  int fd;
+  DBusConnection *queue = bus_afbus_legacy_queue (sender, destination,
+                                                  message, &addr);
 
-  if (from != NULL &&
-      bus_afbus_connection_fd (destination, &fd, &addr) &&
-      is_addressed_recipient (destination, message))
-    {
-      if (!_dbus_afbus_message_set_addr (message, addr))
-        return NULL;
-      return dbus_connection_ref (from->client);
-    }
+  if (queue != destination && addr != 0 &&
+      !_dbus_afbus_message_set_addr (message, addr))
+    return NULL;
 
-  if (to != NULL)
-    return dbus_connection_ref (to->accepted);
-
-  return dbus_connection_ref (destination);
+  return dbus_connection_ref (queue);
 }
 
 /**
@@ -717,6 +750,17 @@ DBusConnection *
 bus_afbus_legacy_outgoing (DBusConnection *connection)
 {
   return connection;
+}
+
+DBusConnection *
+bus_afbus_legacy_queue (DBusConnection *sender,
+                        DBusConnection *destination,
+                        DBusMessage    *message,
+                        dbus_uint64_t  *addr_p)
+{
+  if (addr_p != NULL)
+    *addr_p = 0;
+  return destination;
 }
 
 DBusConnection *

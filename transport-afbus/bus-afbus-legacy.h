@@ -30,6 +30,10 @@ dbus_bool_t     bus_afbus_legacy_is_relay     (const char     *name);
 dbus_bool_t     bus_afbus_legacy_accepted_fd  (DBusConnection *connection,
                                                int            *fd_p);
 DBusConnection *bus_afbus_legacy_outgoing     (DBusConnection *connection);
+DBusConnection *bus_afbus_legacy_queue        (DBusConnection *sender,
+                                               DBusConnection *destination,
+                                               DBusMessage    *message,
+                                               dbus_uint64_t  *addr_p);
 DBusConnection *bus_afbus_legacy_relay        (DBusConnection *sender,
                                                DBusConnection *destination,
                                                DBusMessage    *message);

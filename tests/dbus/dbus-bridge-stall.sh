@@ -1,0 +1,67 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# A legacy (unix) client's messages wait in the daemon when their
+# recipient does not read, in one of the relay sockets that bridge it
+# onto AF_BUS (bus-afbus-legacy.c): its own C1 for a message to an
+# AF_BUS client, the recipient's A1 (and what the daemon read from the
+# recipient's C1) for a message to another legacy client.  dbus-daemon
+# holds what waits for one recipient to max_outgoing_bytes and refuses
+# the rest with LimitsExceeded; the fork holds each relay queue to the
+# same limit (dbus/0018).  max_incoming_bytes stays at its default
+# (127 MB), larger, as in Debian's system.conf and session.conf.  A hostile
+# legacy client that calls a service that stalls, 32 calls of 64 KiB,
+# gets some answered once the service reads again and LimitsExceeded for
+# the others, instead of the daemon holding them all; meanwhile other
+# clients and the daemon are answered.
+. /usr/libexec/afbus/dbus-test-lib.sh
+cd /tmp
+
+start_mixed_bus /tmp/bridge-stall max_outgoing_bytes=262144 ||
+	{ not_ok "the daemon starts"; finish; }
+export DBUS_SESSION_BUS_ADDRESS=$AF
+legacy="env DBUS_SESSION_BUS_ADDRESS=$UX"
+
+# flood NAME CASE: a legacy client stalls NAME for 10 s and sends it 32
+# calls of 64 KiB; meanwhile a native and a legacy client call
+# com.example.Echo and the daemon; then NAME answers again.
+flood() {
+	$legacy afbus-flood-client "$1" 32 10000 - 65536 >/tmp/bs-flood.out 2>&1 &
+	flood=$!
+	wait_for_line /tmp/bs-flood.out '^flushing'
+	expect_match "$2: a native client's calls to another service are answered" \
+		'^calls=10 ok=10 errors=0 ' "$(timeout 60 afbus-echo-client com.example.Echo 10 2>&1)"
+	expect_match "... and a legacy client's" \
+		'^calls=10 ok=10 errors=0 ' "$(timeout 60 $legacy afbus-echo-client com.example.Echo 10 2>&1)"
+	out=$(timeout 20 dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
+		org.freedesktop.DBus.ListNames 2>&1)
+	expect_match "... and the daemon" "string \"$1\"" "$out"
+	check "... all while the flooder still waits for its answers" \
+		sh -c "kill -0 $flood && ! grep -q '^calls=' /tmp/bs-flood.out"
+	wait $flood
+	out=$(cat /tmp/bs-flood.out)
+	printf '%s\n' "$out" | grep '^calls=' | sed "s/^/# $2: /"
+	ok=$(printf '%s\n' "$out" | sed -n 's/^calls=32 ok=\([0-9]*\) .*/\1/p')
+	errors=$(printf '%s\n' "$out" | sed -n 's/.* errors=\([0-9]*\) .*/\1/p')
+	check "... the daemon kept some of the flood for the stalled service (${ok:-none})" \
+		test "${ok:-0}" -ge 1
+	check "... and refused the others (${errors:-none}) rather than hold more" \
+		test "${errors:-0}" -ge 1 -a $((${ok:-0} + ${errors:-0})) -eq 32
+	expect_match "... with LimitsExceeded" \
+		' error=org\.freedesktop\.DBus\.Error\.LimitsExceeded$' "$out"
+	expect_match "... and the service answers again" \
+		'^calls=3 ok=3 errors=0 ' "$(timeout 30 $legacy afbus-echo-client "$1" 3 2>&1)"
+}
+
+bg sh -c 'afbus-echo-service com.example.Echo >/tmp/bs-echo.out 2>&1'
+bg sh -c 'afbus-echo-service com.example.Native >/tmp/bs-native.out 2>&1'
+bg sh -c "$legacy afbus-echo-service com.example.Legacy >/tmp/bs-legacy.out 2>&1"
+check "a native service gets its name" wait_for_name com.example.Echo
+check "... and another" wait_for_name com.example.Native
+check "a legacy service gets its name" wait_for_name com.example.Legacy
+
+# 1. To an AF_BUS service: the calls wait in the flooder's C1.
+flood com.example.Native "legacy to AF_BUS"
+# 2. To a legacy service: in the service's A1.
+flood com.example.Legacy "legacy to legacy"
+
+finish
