@@ -38,16 +38,7 @@ flood() {
 	check "... all while the flooder still waits for its answers" \
 		sh -c "kill -0 $flood && ! grep -q '^calls=' /tmp/bs-flood.out"
 	wait $flood
-	out=$(cat /tmp/bs-flood.out)
-	printf '%s\n' "$out" | grep '^calls=' | sed "s/^/# $2: /"
-	ok=$(printf '%s\n' "$out" | sed -n 's/^calls=32 ok=\([0-9]*\) .*/\1/p')
-	errors=$(printf '%s\n' "$out" | sed -n 's/.* errors=\([0-9]*\) .*/\1/p')
-	check "... the daemon kept some of the flood for the stalled service (${ok:-none})" \
-		test "${ok:-0}" -ge 1
-	check "... and refused the others (${errors:-none}) rather than hold more" \
-		test "${errors:-0}" -ge 1 -a $((${ok:-0} + ${errors:-0})) -eq 32
-	expect_match "... with LimitsExceeded" \
-		' error=org\.freedesktop\.DBus\.Error\.LimitsExceeded$' "$out"
+	expect_kept_and_refused "$2" /tmp/bs-flood.out 32
 	expect_match "... and the service answers again" \
 		'^calls=3 ok=3 errors=0 ' "$(timeout 30 $legacy afbus-echo-client "$1" 3 2>&1)"
 }

@@ -55,16 +55,7 @@ wait $flood
 expect_match "the calls to the stalled service all get their replies, in order" \
 	'^calls=1500 ok=1500 in-order=1 ' "$(cat /tmp/s-flood.out)"
 wait $big
-out=$(cat /tmp/s-big.out)
-printf '%s\n' "$out" | grep '^calls=' | sed 's/^/# through the daemon: /'
-ok=$(printf '%s\n' "$out" | sed -n 's/^calls=16 ok=\([0-9]*\) .*/\1/p')
-errors=$(printf '%s\n' "$out" | sed -n 's/.* errors=\([0-9]*\) .*/\1/p')
-check "the daemon kept some of the calls for the stalled service ($ok)" \
-	test "${ok:-0}" -ge 1
-check "... and refused the others ($errors) rather than hold more" \
-	test "${errors:-0}" -ge 1 -a $((${ok:-0} + ${errors:-0})) -eq 16
-expect_match "... with LimitsExceeded" \
-	' error=org\.freedesktop\.DBus\.Error\.LimitsExceeded$' "$out"
+expect_kept_and_refused "through the daemon" /tmp/s-big.out 16
 
 out=$(timeout 20 afbus-echo-client com.example.Slow 3 2>&1)
 expect_match "the service that stalled answers again" '^calls=3 ok=3 ' "$out"

@@ -305,6 +305,24 @@ echo_traffic() {
 		--dest="$4" / com.example.Echo.Echo string:n2l >/dev/null
 }
 
+# expect_kept_and_refused PREFIX FILE COUNT: afbus-flood-client's output
+# FILE, for COUNT calls to a service that stalled while the daemon held
+# its queue to a limit: some calls were answered, the others refused
+# with LimitsExceeded, none lost.  Three checks, their names after
+# PREFIX; the client's result line is printed as a comment.
+expect_kept_and_refused() {
+	_out=$(cat "$2")
+	printf '%s\n' "$_out" | grep '^calls=' | sed "s/^/# $1: /"
+	_ok=$(printf '%s\n' "$_out" | sed -n "s/^calls=$3 ok=\([0-9]*\) .*/\1/p")
+	_err=$(printf '%s\n' "$_out" | sed -n 's/.* errors=\([0-9]*\) .*/\1/p')
+	check "$1: the daemon kept some of the calls for the stalled service (${_ok:-none})" \
+		test "${_ok:-0}" -ge 1
+	check "... and refused the others (${_err:-none}) rather than hold more" \
+		test "${_err:-0}" -ge 1 -a $((${_ok:-0} + ${_err:-0})) -eq "$3"
+	expect_match "... with LimitsExceeded" \
+		' error=org\.freedesktop\.DBus\.Error\.LimitsExceeded$' "$_out"
+}
+
 # expect_saw_echo_traffic TAG FILE NSVC: dbus-monitor's output FILE has
 # every call and reply of echo_traffic once, each call before its reply,
 # and the pipe with its call.  Seven checks, named after TAG.
