@@ -6,8 +6,9 @@
 # AF_BUS on one:
 #   1. debootstrap --variant=minbase bookworm with systemd as init
 #      (systemd-sysv, udev, libpam-systemd: logind), Debian's dbus and
-#      dbus-user-session (the user bus), polkitd, libmnl0 (which the fork's dbus-daemon needs) and Debian's
-#      own kernel (linux-image-amd64, its initrd made by initramfs-tools):
+#      dbus-user-session (the user bus), polkitd, libmnl0 (which the
+#      fork's dbus-daemon needs) and Debian's own kernel
+#      (linux-image-amd64, its initrd made by initramfs-tools):
 #      build/system/base, redone only when its inputs change;
 #   2. in a copy of it (build/system/tree): `dpkg -i` of the fork's
 #      packages (build/debs: every dbus package Debian's dbus installed,

@@ -68,9 +68,9 @@
  * not read).  What the daemon sends the legacy client waits in A1 while
  * C1's queue is full, and what the legacy client sends to an AF_BUS
  * client waits in C1 while that client's queue is full: each of these
- * queues is held to max_outgoing_bytes (bus_afbus_legacy_queue()).  A message with fds for a legacy client that did not
- * negotiate fd passing is not delivered: its sender gets NotSupported
- * (refuse_fds()).
+ * queues is held to max_outgoing_bytes (bus_afbus_legacy_queue()).  A
+ * message with fds for a legacy client that did not negotiate fd
+ * passing is not delivered: its sender gets NotSupported (refuse_fds()).
  *
  * What the legacy client sends goes through the daemon's dispatch as on
  * any bus (policy, activation, the driver, monitors), and then out of C1
@@ -621,7 +621,7 @@ is_addressed_recipient (DBusConnection *connection,
  * and what bus_context_check_security_policy() holds to
  * max_outgoing_bytes and max_outgoing_unix_fds, as dbus-daemon holds
  * the recipient's own; with @p addr_p, also the AF_BUS address C1
- * sends to (else 0).
+ * sends to (else 0, which no client has).
  */
 DBusConnection *
 bus_afbus_legacy_queue (DBusConnection *sender,
@@ -637,9 +637,10 @@ bus_afbus_legacy_queue (DBusConnection *sender,
   if (addr_p != NULL)
     *addr_p = 0;
 
+  /* the string comparison first: the other asks the kernel */
   if (from != NULL &&
-      bus_afbus_connection_fd (destination, &fd, &addr) &&
-      is_addressed_recipient (destination, message))
+      is_addressed_recipient (destination, message) &&
+      bus_afbus_connection_fd (destination, &fd, &addr))
     {
       if (addr_p != NULL)
         *addr_p = addr;
@@ -667,8 +668,7 @@ bus_afbus_legacy_relay (DBusConnection *sender,
   DBusConnection *queue = bus_afbus_legacy_queue (sender, destination,
                                                   message, &addr);
 
-  if (queue != destination && addr != 0 &&
-      !_dbus_afbus_message_set_addr (message, addr))
+  if (addr != 0 && !_dbus_afbus_message_set_addr (message, addr))
     return NULL;
 
   return dbus_connection_ref (queue);

@@ -21,11 +21,9 @@ name=$(sed -n 's/^ready //p' /tmp/echo.out)
 expect_match "a service of the fork's libdbus owns com.example.Echo" '^:[0-9]+\.[0-9a-f]+$' "$name"
 
 # its own socket, in /proc/net/bus or not
-inodes=$(ls -l /proc/$svc/fd 2>/dev/null | sed -n 's/.*socket:\[\([0-9]*\)\]$/\1/p')
 bus_clients=
-for ino in $inodes; do
-	grep -Eq "^[0-9a-f]+ +$ino +[0-9]+ +client " /proc/net/bus 2>/dev/null &&
-		bus_clients="$bus_clients $ino"
+for ino in $(bus_client_sockets $svc); do
+	bus_clients="$bus_clients $ino"
 done
 
 case $AFBUS_KERNEL in

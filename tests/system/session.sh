@@ -23,16 +23,13 @@ as_afbus() {
 # client of the fork's libdbus and busctl calling it.
 cat >/tmp/session-client.sh <<'EOF'
 #!/bin/sh
+. /usr/libexec/afbus/dbus-test-lib.sh
 echo "address=$DBUS_SESSION_BUS_ADDRESS"
 out=/tmp/session-echo.$$
 afbus-echo-service com.example.Echo >$out 2>&1 &
 svc=$!
-i=0
-while ! grep -q '^ready ' $out && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
-for ino in $(ls -l /proc/$svc/fd | sed -n 's/.*socket:\[\([0-9]*\)\]$/\1/p'); do
-	grep -Eq "^[0-9a-f]+ +$ino +[0-9]+ +client " /proc/net/bus 2>/dev/null &&
-		echo "bus-client=$ino"
-done
+wait_for_line $out '^ready '
+bus_client_sockets $svc | sed 's/^/bus-client=/'
 timeout 60 afbus-echo-client com.example.Echo 5 -1 2>&1
 echo "busctl=$(timeout 30 busctl --user call com.example.Echo / com.example.Echo Echo s hi 2>&1)"
 { kill $svc; wait $svc; } 2>/dev/null

@@ -305,6 +305,15 @@ echo_traffic() {
 		--dest="$4" / com.example.Echo.Echo string:n2l >/dev/null
 }
 
+# bus_client_sockets PID: the inode of each socket of process PID that
+# /proc/net/bus lists as an AF_BUS client, one per line.
+bus_client_sockets() {
+	for _ino in $(ls -l /proc/$1/fd 2>/dev/null | sed -n 's/.*socket:\[\([0-9]*\)\]$/\1/p'); do
+		grep -Eq "^[0-9a-f]+ +$_ino +[0-9]+ +client " /proc/net/bus 2>/dev/null &&
+			echo "$_ino"
+	done
+}
+
 # expect_kept_and_refused PREFIX FILE COUNT: afbus-flood-client's output
 # FILE, for COUNT calls to a service that stalled while the daemon held
 # its queue to a limit: some calls were answered, the others refused
