@@ -21,14 +21,16 @@ start_mixed_bus /tmp/bridge-stall max_outgoing_bytes=262144 ||
 export DBUS_SESSION_BUS_ADDRESS=$AF
 legacy="env DBUS_SESSION_BUS_ADDRESS=$UX"
 
-# flood NAME CASE: a legacy client stalls NAME for 10 s and sends it 32
-# calls of 64 KiB; meanwhile a native and a legacy client call
-# com.example.Echo and the daemon; then NAME answers again.
+# flood NAME PID CASE: a legacy client stalls NAME (process PID) and
+# sends it 32 calls of 64 KiB; meanwhile a native and a legacy client
+# call com.example.Echo and the daemon; then SIGUSR1 ends the stall (no
+# timer does, so a slow machine changes nothing: 120 s at most) and
+# NAME answers again.
 flood() {
-	$legacy afbus-flood-client "$1" 32 10000 - 65536 >/tmp/bs-flood.out 2>&1 &
+	$legacy afbus-flood-client "$1" 32 120000 - 65536 >/tmp/bs-flood.out 2>&1 &
 	flood=$!
 	wait_for_line /tmp/bs-flood.out '^flushing'
-	expect_match "$2: a native client's calls to another service are answered" \
+	expect_match "$3: a native client's calls to another service are answered" \
 		'^calls=10 ok=10 errors=0 ' "$(timeout 60 afbus-echo-client com.example.Echo 10 2>&1)"
 	expect_match "... and a legacy client's" \
 		'^calls=10 ok=10 errors=0 ' "$(timeout 60 $legacy afbus-echo-client com.example.Echo 10 2>&1)"
@@ -37,22 +39,25 @@ flood() {
 	expect_match "... and the daemon" "string \"$1\"" "$out"
 	check "... all while the flooder still waits for its answers" \
 		sh -c "kill -0 $flood && ! grep -q '^calls=' /tmp/bs-flood.out"
+	kill -USR1 "$2"
 	wait $flood
-	expect_kept_and_refused "$2" /tmp/bs-flood.out 32
+	expect_kept_and_refused "$3" /tmp/bs-flood.out 32
 	expect_match "... and the service answers again" \
 		'^calls=3 ok=3 errors=0 ' "$(timeout 30 $legacy afbus-echo-client "$1" 3 2>&1)"
 }
 
 bg sh -c 'afbus-echo-service com.example.Echo >/tmp/bs-echo.out 2>&1'
-bg sh -c 'afbus-echo-service com.example.Native >/tmp/bs-native.out 2>&1'
-bg sh -c "$legacy afbus-echo-service com.example.Legacy >/tmp/bs-legacy.out 2>&1"
+bg sh -c 'exec afbus-echo-service com.example.Native >/tmp/bs-native.out 2>&1'
+native=$!
+bg sh -c "exec $legacy afbus-echo-service com.example.Legacy >/tmp/bs-legacy.out 2>&1"
+legacy_svc=$!
 check "a native service gets its name" wait_for_name com.example.Echo
 check "... and another" wait_for_name com.example.Native
 check "a legacy service gets its name" wait_for_name com.example.Legacy
 
 # 1. To an AF_BUS service: the calls wait in the flooder's C1.
-flood com.example.Native "legacy to AF_BUS"
+flood com.example.Native $native "legacy to AF_BUS"
 # 2. To a legacy service: in the service's A1.
-flood com.example.Legacy "legacy to legacy"
+flood com.example.Legacy $legacy_svc "legacy to legacy"
 
 finish

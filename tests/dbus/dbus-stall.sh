@@ -26,20 +26,24 @@ cat >"$conf" <<'CONF'
 </busconfig>
 CONF
 start_bus afbus: "$conf"
-bg sh -c 'afbus-echo-service com.example.Slow >/tmp/s-slow.out 2>&1'
+bg sh -c 'exec afbus-echo-service com.example.Slow >/tmp/s-slow.out 2>&1'
+slow_pid=$!
 bg sh -c 'afbus-echo-service com.example.Echo >/tmp/s-echo.out 2>&1'
 check "the stalling service gets its name" wait_for_name com.example.Slow
 check "the other service gets its name" wait_for_name com.example.Echo
 slow=$(sed -n 's/^ready //p' /tmp/s-slow.out)
 
-# The service stops reading for 20 s; 1500 direct calls fill its queue.
-afbus-flood-client "$slow" 1500 20000 >/tmp/s-flood.out 2>&1 &
+# The service stops reading until SIGUSR1 (no timer ends the stall, so
+# a slow machine changes nothing; 120 s at most); 1500 direct calls
+# fill its queue.
+afbus-flood-client "$slow" 1500 120000 >/tmp/s-flood.out 2>&1 &
 flood=$!
 wait_for_line /tmp/s-flood.out '^flushing'
 # 16 calls of 64 KiB by name go through the daemon, which cannot write
 # them to the full queue: it keeps 256 KiB worth and refuses the rest.
 afbus-flood-client com.example.Slow 16 0 - 65536 >/tmp/s-big.out 2>&1 &
 big=$!
+wait_for_line /tmp/s-big.out '^flushing'
 
 out=$(timeout 60 afbus-echo-client com.example.Echo 20 2>&1)
 expect_match "another service answers 20 calls while the first one stalls" \
@@ -50,6 +54,7 @@ expect_match "the daemon answers meanwhile" 'string "com.example.Slow"' "$out"
 # The order of events, not a time: the flooding client is still blocked.
 check "... all while the stalled service's queue is still full" \
 	sh -c "kill -0 $flood && ! grep -q '^calls=' /tmp/s-flood.out"
+kill -USR1 "$slow_pid"
 
 wait $flood
 expect_match "the calls to the stalled service all get their replies, in order" \
