@@ -100,7 +100,7 @@ DBUS_TEST_BIN=$AFBUS_BUILD/tests/dbus
 add_dbus() {
 	local f lib
 	[ -x "$DBUS_STAGE/usr/bin/dbus-daemon" ] || return 0
-	for f in dbus-daemon dbus-send dbus-monitor; do
+	for f in dbus-daemon dbus-send dbus-monitor dbus-cleanup-sockets; do
 		add_file "/usr/bin/$f" "$DBUS_STAGE/usr/bin/$f"
 		dbus_bins+=("$DBUS_STAGE/usr/bin/$f")
 	done

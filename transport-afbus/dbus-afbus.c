@@ -111,9 +111,12 @@ _dbus_afbus_addr_from_unique_name (const char    *name,
 }
 
 /**
- * Fills in the address { AF_BUS, 0, path } of a bus.
+ * Fills in the address { AF_BUS, 0, path } of a bus: a filesystem path,
+ * NUL-terminated, or an abstract name, which is "\0" and the name
+ * (without a terminating NUL), as for AF_UNIX.
  *
- * @param path the filesystem path of the bus
+ * @param path the filesystem path or the abstract name of the bus
+ * @param abstract #TRUE if @p path is an abstract name
  * @param sa the address to fill in
  * @param len returns its length
  * @param error set to DBUS_ERROR_BAD_ADDRESS if the path does not fit
@@ -121,6 +124,7 @@ _dbus_afbus_addr_from_unique_name (const char    *name,
  */
 dbus_bool_t
 _dbus_afbus_sockaddr_for_path (const char          *path,
+                               dbus_bool_t          abstract,
                                struct sockaddr_bus *sa,
                                socklen_t           *len,
                                DBusError           *error)
@@ -130,7 +134,8 @@ _dbus_afbus_sockaddr_for_path (const char          *path,
   if (path_len == 0 || path_len >= BUS_PATH_MAX)
     {
       dbus_set_error (error, DBUS_ERROR_BAD_ADDRESS,
-                      "AF_BUS path \"%s\" must have 1 to %d bytes",
+                      "AF_BUS %s \"%s\" must have 1 to %d bytes",
+                      abstract ? "abstract name" : "path",
                       path, BUS_PATH_MAX - 1);
       return FALSE;
     }
@@ -138,8 +143,16 @@ _dbus_afbus_sockaddr_for_path (const char          *path,
   memset (sa, 0, sizeof (*sa));
   sa->sbus_family = AF_BUS;
   sa->sbus_addr.s_addr = 0;
-  memcpy (sa->sbus_path, path, path_len + 1);
-  *len = DBUS_AFBUS_SOCKADDR_NO_PATH + path_len + 1;
+  if (abstract)
+    {
+      memcpy (sa->sbus_path + 1, path, path_len);
+      *len = DBUS_AFBUS_SOCKADDR_NO_PATH + 1 + path_len;
+    }
+  else
+    {
+      memcpy (sa->sbus_path, path, path_len + 1);
+      *len = DBUS_AFBUS_SOCKADDR_NO_PATH + path_len + 1;
+    }
   return TRUE;
 }
 
@@ -182,74 +195,114 @@ _dbus_afbus_read_path_file (const char *file,
 }
 
 /**
- * Reads the keys of an "afbus:" address that say where the bus is:
- * path=PATH (the bus itself), file=FILE (a file holding the bus's path,
- * which the daemon writes) or runtime=yes, which means
- * file=$XDG_RUNTIME_DIR/bus.afbus: the AF_BUS twin of unix:runtime=yes,
- * whose socket is $XDG_RUNTIME_DIR/bus.  At most one of them may be
- * given; a server given none makes a fresh bus.
+ * Reads the keys of an "afbus:" address that say where the bus is, as
+ * for unix: addresses:
+ * - path=PATH: the bus's filesystem path;
+ * - abstract=NAME: its abstract name;
+ * - file=FILE: a file holding the bus's path, which the daemon writes;
+ * - runtime=yes: file=$XDG_RUNTIME_DIR/bus.afbus, the AF_BUS twin of
+ *   unix:runtime=yes, whose socket is $XDG_RUNTIME_DIR/bus;
+ * - dir=DIR, and tmpdir=DIR its synonym as for unix: since 1.14 (only
+ *   in an address to listen on): a fresh bus in DIR.
+ * At most one of them may be given.  A server given none makes a fresh
+ * bus; a client must be given one of path, abstract, file and runtime.
  *
  * @param entry the address entry
- * @param path_p set to the value of path=, or #NULL
- * @param file initialized string that receives the file, or stays empty
+ * @param listening #TRUE for an address to listen on
+ * @param location set to what the address says; its file is
+ *   initialized here, and freed with _dbus_afbus_location_free() if
+ *   this returns #TRUE
  * @param error set on failure: #DBUS_ERROR_BAD_ADDRESS for a wrong
  *   address, #DBUS_ERROR_NOT_SUPPORTED for runtime=yes without
  *   $XDG_RUNTIME_DIR
  * @returns #FALSE on error
  */
 dbus_bool_t
-_dbus_afbus_address_location (DBusAddressEntry *entry,
-                              const char      **path_p,
-                              DBusString       *file,
-                              DBusError        *error)
+_dbus_afbus_address_location (DBusAddressEntry  *entry,
+                              dbus_bool_t        listening,
+                              DBusAfbusLocation *location,
+                              DBusError         *error)
 {
-  const char *path = dbus_address_entry_get_value (entry, "path");
-  const char *file_key = dbus_address_entry_get_value (entry, "file");
+  const char *file = dbus_address_entry_get_value (entry, "file");
   const char *runtime = dbus_address_entry_get_value (entry, "runtime");
-  const char *dir;
+  const char *tmpdir = dbus_address_entry_get_value (entry, "tmpdir");
+  const char *dir_key, *runtime_dir;
 
-  if ((path != NULL) + (file_key != NULL) + (runtime != NULL) > 1)
+  location->path = dbus_address_entry_get_value (entry, "path");
+  location->abstract = dbus_address_entry_get_value (entry, "abstract");
+  location->dir = dbus_address_entry_get_value (entry, "dir");
+
+  if ((location->path != NULL) + (location->abstract != NULL) +
+      (file != NULL) + (runtime != NULL) + (location->dir != NULL) +
+      (tmpdir != NULL) > 1)
     {
       _dbus_set_bad_address (error, NULL, NULL,
-                             "cannot specify two of \"path\", \"file\" and \"runtime\" in an afbus: address");
+                             "cannot specify two of \"path\", \"abstract\", \"file\", \"runtime\", \"dir\" and \"tmpdir\" in an afbus: address");
       return FALSE;
     }
 
-  *path_p = path;
-  if (file_key != NULL)
+  dir_key = location->dir != NULL ? "dir" : tmpdir != NULL ? "tmpdir" : NULL;
+  if (dir_key != NULL && !listening)
     {
-      if (!_dbus_string_append (file, file_key))
-        {
-          _DBUS_SET_OOM (error);
-          return FALSE;
-        }
-      return TRUE;
+      dbus_set_error (error, DBUS_ERROR_BAD_ADDRESS,
+                      "cannot use the \"%s\" key in an afbus: address to connect to, only in an address to listen on",
+                      dir_key);
+      return FALSE;
     }
-  if (runtime == NULL)
-    return TRUE;
+  if (tmpdir != NULL)
+    location->dir = tmpdir;
 
-  if (strcmp (runtime, "yes") != 0)
+  if (!listening && location->path == NULL && location->abstract == NULL &&
+      file == NULL && runtime == NULL)
+    {
+      _dbus_set_bad_address (error, "afbus",
+                             "path or abstract or file or runtime", NULL);
+      return FALSE;
+    }
+
+  if (runtime != NULL && strcmp (runtime, "yes") != 0)
     {
       _dbus_set_bad_address (error, NULL, NULL,
                              "if given, the only value allowed for \"runtime\" in an afbus: address is \"yes\"");
       return FALSE;
     }
 
-  dir = _dbus_getenv ("XDG_RUNTIME_DIR");
-  if (dir == NULL)
+  runtime_dir = runtime != NULL ? _dbus_getenv ("XDG_RUNTIME_DIR") : NULL;
+  if (runtime != NULL && runtime_dir == NULL)
     {
       dbus_set_error (error, DBUS_ERROR_NOT_SUPPORTED,
                       "afbus:runtime=yes needs \"XDG_RUNTIME_DIR\", which is not set");
       return FALSE;
     }
 
-  if (!_dbus_string_append (file, dir) ||
-      !_dbus_string_append (file, "/bus.afbus"))
+  if (!_dbus_string_init (&location->file))
     {
       _DBUS_SET_OOM (error);
       return FALSE;
     }
+
+  if ((file != NULL && !_dbus_string_append (&location->file, file)) ||
+      (runtime_dir != NULL &&
+       (!_dbus_string_append (&location->file, runtime_dir) ||
+        !_dbus_string_append (&location->file, "/bus.afbus"))))
+    {
+      _dbus_string_free (&location->file);
+      _DBUS_SET_OOM (error);
+      return FALSE;
+    }
+
   return TRUE;
+}
+
+/**
+ * Frees what _dbus_afbus_address_location() allocated.
+ *
+ * @param location the location
+ */
+void
+_dbus_afbus_location_free (DBusAfbusLocation *location)
+{
+  _dbus_string_free (&location->file);
 }
 
 /* Slot of DBusMessage holding a dbus_uint64_t: see below. */

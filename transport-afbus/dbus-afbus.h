@@ -68,7 +68,23 @@ dbus_bool_t   _dbus_afbus_unique_name_from_addr (dbus_uint64_t     addr,
 DBUS_PRIVATE_EXPORT
 dbus_bool_t   _dbus_afbus_addr_from_unique_name (const char        *name,
                                                  dbus_uint64_t     *addr);
+/**
+ * Where an afbus: address says the bus is (_dbus_afbus_address_location()).
+ * At most one member is set.
+ */
+typedef struct
+{
+  const char *path;      /**< path=: the bus's filesystem path, or #NULL */
+  const char *abstract;  /**< abstract=: its abstract name, or #NULL */
+  const char *dir;       /**< dir= or tmpdir= (listening only): the
+                              directory of a fresh bus, or #NULL */
+  DBusString file;       /**< file=, or $XDG_RUNTIME_DIR/bus.afbus for
+                              runtime=yes: a file holding the bus's path;
+                              empty if neither */
+} DBusAfbusLocation;
+
 dbus_bool_t   _dbus_afbus_sockaddr_for_path     (const char        *path,
+                                                 dbus_bool_t        abstract,
                                                  struct sockaddr_bus *sa,
                                                  socklen_t         *len,
                                                  DBusError         *error);
@@ -76,9 +92,10 @@ dbus_bool_t   _dbus_afbus_read_path_file        (const char        *file,
                                                  DBusString        *path,
                                                  DBusError         *error);
 dbus_bool_t   _dbus_afbus_address_location      (DBusAddressEntry  *entry,
-                                                 const char       **path_p,
-                                                 DBusString        *file,
+                                                 dbus_bool_t        listening,
+                                                 DBusAfbusLocation *location,
                                                  DBusError         *error);
+void          _dbus_afbus_location_free         (DBusAfbusLocation *location);
 
 DBUS_PRIVATE_EXPORT
 dbus_bool_t   _dbus_afbus_message_set_addr      (DBusMessage       *message,

@@ -46,11 +46,15 @@
  * the daemon a master (joining clients to the bus, giving well-known
  * names addresses) is in bus/afbus.c.
  *
- * Listening addresses:
+ * Listening addresses (the keys: _dbus_afbus_address_location()):
  * - afbus: a fresh path in $XDG_RUNTIME_DIR (else the session socket
  *   directory), advertised as afbus:path=...,guid=...
+ * - afbus:dir=DIR (or tmpdir=DIR) a fresh path in DIR
  * - afbus:path=PATH binds PATH (a stale socket there is removed first,
  *   as for unix:path=)
+ * - afbus:abstract=NAME binds the abstract name NAME, advertised as
+ *   afbus:abstract=NAME,guid=...; it lives in the network namespace, not
+ *   in a directory, and goes with the bus
  * - afbus:file=FILE binds a fresh path in FILE's directory (so that the
  *   system bus's afbus:file=/run/dbus/system_bus.afbus is in /run/dbus,
  *   beside its unix socket, and not in a /tmp that a client may not
@@ -74,7 +78,9 @@ struct DBusServerAfbus
   DBusServer base;   /**< Parent instance */
   DBusSocket fd;     /**< The bound, listening socket */
   DBusWatch *watch;  /**< Watch on it */
-  char *path;        /**< Path of the bus, removed on disconnect */
+  char *path;        /**< Path of the bus, removed on disconnect, or
+                          its abstract name */
+  dbus_bool_t abstract; /**< Whether path is an abstract name */
   char *file;        /**< File the path was written to, or NULL */
 };
 
@@ -213,7 +219,7 @@ afbus_disconnect (DBusServer *server)
       _dbus_socket_invalidate (&afbus_server->fd);
     }
 
-  if (afbus_server->path != NULL)
+  if (afbus_server->path != NULL && !afbus_server->abstract)
     unlink (afbus_server->path);
 
   if (afbus_server->file != NULL)
@@ -228,10 +234,12 @@ static const DBusServerVTable afbus_vtable = {
   afbus_disconnect
 };
 
-/* Binds and listens on @path; a stale socket inode there goes first. */
+/* Binds and listens on @path (an abstract name if @abstract); a stale
+ * socket inode at a path goes first. */
 static DBusSocket
-listen_afbus (const char *path,
-              DBusError  *error)
+listen_afbus (const char  *path,
+              dbus_bool_t  abstract,
+              DBusError   *error)
 {
   DBusSocket fd = DBUS_SOCKET_INIT;
   struct sockaddr_bus sa;
@@ -239,7 +247,7 @@ listen_afbus (const char *path,
   socklen_t len;
   int saved_errno;
 
-  if (!_dbus_afbus_sockaddr_for_path (path, &sa, &len, error))
+  if (!_dbus_afbus_sockaddr_for_path (path, abstract, &sa, &len, error))
     return fd;
 
   fd.fd = socket (AF_BUS, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
@@ -258,17 +266,18 @@ listen_afbus (const char *path,
       return fd;
     }
 
-  if (stat (path, &st) == 0 && S_ISSOCK (st.st_mode))
+  if (!abstract && stat (path, &st) == 0 && S_ISSOCK (st.st_mode))
     unlink (path);
 
   if (bind (fd.fd, (struct sockaddr *) &sa, len) < 0 ||
-      chmod (path, 0777) < 0 ||
+      (!abstract && chmod (path, 0777) < 0) ||
       listen (fd.fd, SOMAXCONN) < 0)
     {
       saved_errno = errno;
       dbus_set_error (error, _dbus_error_from_errno (saved_errno),
-                      "Failed to bind AF_BUS bus \"%s\": %s",
-                      path, _dbus_strerror (saved_errno));
+                      "Failed to bind AF_BUS bus \"%s%s\": %s",
+                      abstract ? "@" : "", path,
+                      _dbus_strerror (saved_errno));
       _dbus_close_socket (fd, NULL);
       _dbus_socket_invalidate (&fd);
       return fd;
@@ -293,20 +302,22 @@ listen_afbus (const char *path,
 }
 
 /*
- * A fresh path for a bus: DIR/dbus-afbus-XXXXXXXXXX, where DIR is the
- * directory of @file, or without one $XDG_RUNTIME_DIR, else the session
+ * A fresh path for a bus: DIR/dbus-afbus-XXXXXXXXXX, where DIR is @dir,
+ * else the directory of @file, else $XDG_RUNTIME_DIR, else the session
  * socket directory.
  */
 static dbus_bool_t
 fresh_bus_path (DBusString *path,
+                const char *dir,
                 const char *file,
                 DBusError  *error)
 {
-  const char *dir = _dbus_getenv ("XDG_RUNTIME_DIR");
   DBusString dir_str, filename;
   dbus_bool_t ok;
 
-  if (dir == NULL)
+  if (dir == NULL && file == NULL)
+    dir = _dbus_getenv ("XDG_RUNTIME_DIR");
+  if (dir == NULL && file == NULL)
     dir = DBUS_SESSION_SOCKET_DIR;
 
   if (!_dbus_string_init (&filename))
@@ -315,7 +326,7 @@ fresh_bus_path (DBusString *path,
       return FALSE;
     }
 
-  if (file != NULL)
+  if (file != NULL && dir == NULL)
     {
       const char *slash = strrchr (file, '/');
 
@@ -344,10 +355,11 @@ fresh_bus_path (DBusString *path,
 }
 
 static DBusServer *
-server_new_for_afbus (DBusSocket  fd,
-                      const char *path,
-                      const char *file,
-                      DBusError  *error)
+server_new_for_afbus (DBusSocket   fd,
+                      const char  *path,
+                      dbus_bool_t  abstract,
+                      const char  *file,
+                      DBusError   *error)
 {
   DBusServerAfbus *afbus_server;
   DBusString address, path_str;
@@ -361,10 +373,12 @@ server_new_for_afbus (DBusSocket  fd,
   _dbus_string_init_const (&path_str, path);
   afbus_server = dbus_new0 (DBusServerAfbus, 1);
   if (afbus_server == NULL ||
-      !_dbus_string_append (&address, "afbus:path=") ||
+      !_dbus_string_append (&address, abstract ? "afbus:abstract=" :
+                            "afbus:path=") ||
       !_dbus_address_append_escaped (&address, &path_str))
     goto oom;
 
+  afbus_server->abstract = abstract;
   afbus_server->path = _dbus_strdup (path);
   if (afbus_server->path == NULL)
     goto oom;
@@ -429,7 +443,8 @@ server_new_for_afbus (DBusSocket  fd,
 
 /**
  * Tries to interpret the address entry as an AF_BUS address to listen
- * on (afbus:, afbus:path=PATH, afbus:file=FILE or afbus:runtime=yes; see
+ * on (afbus:, afbus:path=PATH, afbus:abstract=NAME, afbus:dir=DIR,
+ * afbus:tmpdir=DIR, afbus:file=FILE or afbus:runtime=yes; see
  * _dbus_afbus_address_location()).
  *
  * @param entry the address entry
@@ -443,10 +458,11 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
                            DBusError        *error)
 {
   const char *method = dbus_address_entry_get_method (entry);
-  const char *path, *file;
-  DBusString path_str, contents, file_str, file_name;
+  const char *file;
+  DBusAfbusLocation location;
+  DBusString path_str, contents, file_str;
   DBusSocket fd;
-  dbus_bool_t wrote_file = FALSE;
+  dbus_bool_t abstract, wrote_file = FALSE;
   DBusServerListenResult result = DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
 
   *server_p = NULL;
@@ -457,40 +473,34 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
       return DBUS_SERVER_LISTEN_NOT_HANDLED;
     }
 
-  if (!_dbus_string_init (&file_name))
-    {
-      _DBUS_SET_OOM (error);
-      return DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
-    }
-
-  if (!_dbus_afbus_address_location (entry, &path, &file_name, error))
-    {
-      _dbus_string_free (&file_name);
-      return dbus_error_has_name (error, DBUS_ERROR_BAD_ADDRESS) ?
-        DBUS_SERVER_LISTEN_BAD_ADDRESS : DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
-    }
-  file = _dbus_string_get_length (&file_name) > 0 ?
-    _dbus_string_get_const_data (&file_name) : NULL;
+  if (!_dbus_afbus_address_location (entry, TRUE, &location, error))
+    return dbus_error_has_name (error, DBUS_ERROR_BAD_ADDRESS) ?
+      DBUS_SERVER_LISTEN_BAD_ADDRESS : DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
+  file = _dbus_string_get_length (&location.file) > 0 ?
+    _dbus_string_get_const_data (&location.file) : NULL;
+  abstract = location.abstract != NULL;
 
   if (!_dbus_string_init (&path_str))
     {
-      _dbus_string_free (&file_name);
+      _dbus_afbus_location_free (&location);
       _DBUS_SET_OOM (error);
       return DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
     }
 
-  if (path != NULL)
+  if (location.path != NULL || abstract)
     {
-      if (!_dbus_string_append (&path_str, path))
+      if (!_dbus_string_append (&path_str, abstract ? location.abstract :
+                                location.path))
         {
           _DBUS_SET_OOM (error);
           goto failed;
         }
     }
-  else if (!fresh_bus_path (&path_str, file, error))
+  else if (!fresh_bus_path (&path_str, location.dir, file, error))
     goto failed;
 
-  fd = listen_afbus (_dbus_string_get_const_data (&path_str), error);
+  fd = listen_afbus (_dbus_string_get_const_data (&path_str), abstract,
+                     error);
   if (!_dbus_socket_is_valid (fd))
     {
       result =
@@ -530,22 +540,23 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
     }
 
   *server_p = server_new_for_afbus (fd, _dbus_string_get_const_data (&path_str),
-                                    file, error);
+                                    abstract, file, error);
   if (*server_p == NULL)
     goto failed_fd;
 
   _dbus_string_free (&path_str);
-  _dbus_string_free (&file_name);
+  _dbus_afbus_location_free (&location);
   return DBUS_SERVER_LISTEN_OK;
 
  failed_fd:
   _dbus_close_socket (fd, NULL);
-  unlink (_dbus_string_get_const_data (&path_str));
+  if (!abstract)
+    unlink (_dbus_string_get_const_data (&path_str));
   if (wrote_file)
     unlink (file);
  failed:
   _dbus_string_free (&path_str);
-  _dbus_string_free (&file_name);
+  _dbus_afbus_location_free (&location);
   return result;
 }
 
@@ -691,7 +702,9 @@ _dbus_server_afbus_connect_self (DBusServer *server,
       return FALSE;
     }
 
-  if (!_dbus_afbus_sockaddr_for_path (afbus_server->path, &sa, &len, error))
+  if (!_dbus_afbus_sockaddr_for_path (afbus_server->path,
+                                      afbus_server->abstract, &sa, &len,
+                                      error))
     return FALSE;
 
   client_fd.fd = socket (AF_BUS, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,

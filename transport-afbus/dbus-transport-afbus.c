@@ -2041,13 +2041,15 @@ _dbus_afbus_relay_pair_new (DBusSocket        client_fd,
 }
 
 /*
- * Connects to the bus at @path; returns a nonblocking socket.  A full
+ * Connects to the bus at @path (an abstract name if @abstract); returns
+ * a nonblocking socket.  A full
  * listen backlog is waited for at most 25 seconds (the default method
  * call timeout), so a stuck daemon gives an error and not a hang.
  */
 static DBusSocket
-connect_afbus (const char *path,
-               DBusError  *error)
+connect_afbus (const char  *path,
+               dbus_bool_t  abstract,
+               DBusError   *error)
 {
   DBusSocket fd = DBUS_SOCKET_INIT;
   struct sockaddr_bus sa;
@@ -2055,7 +2057,7 @@ connect_afbus (const char *path,
   socklen_t len;
   int saved_errno;
 
-  if (!_dbus_afbus_sockaddr_for_path (path, &sa, &len, error))
+  if (!_dbus_afbus_sockaddr_for_path (path, abstract, &sa, &len, error))
     return fd;
 
   fd.fd = socket (AF_BUS, SOCK_SEQPACKET | SOCK_CLOEXEC, BUS_PROTO_DBUS);
@@ -2084,8 +2086,8 @@ connect_afbus (const char *path,
       dbus_set_error (error,
                       saved_errno == EAGAIN ? DBUS_ERROR_LIMITS_EXCEEDED :
                       _dbus_error_from_errno (saved_errno),
-                      "Failed to connect to AF_BUS bus \"%s\": %s",
-                      path,
+                      "Failed to connect to AF_BUS bus \"%s%s\": %s",
+                      abstract ? "@" : "", path,
                       saved_errno == EAGAIN ?
                       "the bus does not accept connections (backlog full)" :
                       _dbus_strerror (saved_errno));
@@ -2108,8 +2110,9 @@ connect_afbus (const char *path,
 
 /**
  * Opens a client transport for an "afbus:" address: afbus:path=PATH
- * connects to { AF_BUS, 0, PATH }; afbus:file=FILE reads PATH from FILE,
- * and afbus:runtime=yes from $XDG_RUNTIME_DIR/bus.afbus.
+ * connects to { AF_BUS, 0, PATH }, afbus:abstract=NAME to the abstract
+ * name NAME; afbus:file=FILE reads PATH from FILE, and afbus:runtime=yes
+ * from $XDG_RUNTIME_DIR/bus.afbus (see _dbus_afbus_address_location()).
  *
  * @param entry the address entry
  * @param transport_p return location for the transport
@@ -2122,11 +2125,10 @@ _dbus_transport_open_afbus (DBusAddressEntry  *entry,
                             DBusError         *error)
 {
   const char *method = dbus_address_entry_get_method (entry);
-  const char *path;
-  DBusString path_str = _DBUS_STRING_INIT_INVALID;
-  DBusString address, file;
+  DBusAfbusLocation location;
+  DBusString path_str, address, prefix;
+  dbus_bool_t abstract, ok;
   DBusSocket fd;
-  dbus_bool_t ok;
 
   if (strcmp (method, "afbus") != 0)
     {
@@ -2134,36 +2136,31 @@ _dbus_transport_open_afbus (DBusAddressEntry  *entry,
       return DBUS_TRANSPORT_OPEN_NOT_HANDLED;
     }
 
-  if (!_dbus_string_init (&file))
+  if (!_dbus_afbus_address_location (entry, FALSE, &location, error))
+    return dbus_error_has_name (error, DBUS_ERROR_BAD_ADDRESS) ?
+      DBUS_TRANSPORT_OPEN_BAD_ADDRESS : DBUS_TRANSPORT_OPEN_DID_NOT_CONNECT;
+
+  abstract = location.abstract != NULL;
+  if (!_dbus_string_init (&path_str))
     {
+      _dbus_afbus_location_free (&location);
       _DBUS_SET_OOM (error);
       return DBUS_TRANSPORT_OPEN_DID_NOT_CONNECT;
     }
 
-  ok = _dbus_afbus_address_location (entry, &path, &file, error);
-  if (ok && path == NULL && _dbus_string_get_length (&file) == 0)
-    {
-      _dbus_set_bad_address (error, "afbus", "path or file or runtime",
-                             NULL);
-      ok = FALSE;
-    }
-
-  if (ok && !_dbus_string_init (&path_str))
-    {
-      _DBUS_SET_OOM (error);
-      ok = FALSE;
-    }
-
-  if (ok && path == NULL)
-    ok = _dbus_afbus_read_path_file (_dbus_string_get_const_data (&file),
+  if (_dbus_string_get_length (&location.file) > 0)
+    ok = _dbus_afbus_read_path_file (_dbus_string_get_const_data (&location.file),
                                      &path_str, error);
-  else if (ok && !_dbus_string_append (&path_str, path))
+  else if (!_dbus_string_append (&path_str, abstract ? location.abstract :
+                                 location.path))
     {
       _DBUS_SET_OOM (error);
       ok = FALSE;
     }
+  else
+    ok = TRUE;
 
-  _dbus_string_free (&file);
+  _dbus_afbus_location_free (&location);
   if (!ok)
     {
       _dbus_string_free (&path_str);
@@ -2178,14 +2175,17 @@ _dbus_transport_open_afbus (DBusAddressEntry  *entry,
       return DBUS_TRANSPORT_OPEN_DID_NOT_CONNECT;
     }
 
-  if (!_dbus_string_append (&address, "afbus:path=") ||
+  _dbus_string_init_const (&prefix,
+                           abstract ? "afbus:abstract=" : "afbus:path=");
+  if (!_dbus_string_copy (&prefix, 0, &address, 0) ||
       !_dbus_address_append_escaped (&address, &path_str))
     {
       _DBUS_SET_OOM (error);
       goto failed;
     }
 
-  fd = connect_afbus (_dbus_string_get_const_data (&path_str), error);
+  fd = connect_afbus (_dbus_string_get_const_data (&path_str), abstract,
+                      error);
   if (!_dbus_socket_is_valid (fd))
     {
       _DBUS_ASSERT_ERROR_IS_SET (error);

@@ -1,8 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # dbus-daemon --address with a configuration that lists an afbus:
-# address, a bare afbus: (the session bus), and afbus:runtime=yes.  Upstream's --address replaces the configuration's <listen>
-# addresses; the fork keeps the afbus: ones (systemd starts the buses
+# address, a bare afbus: (the session bus), and afbus:runtime=yes; the
+# other keys (abstract=, dir=, tmpdir=) and wrong addresses; and
+# dbus-cleanup-sockets beside live and dead buses.  Upstream's --address
+# replaces the configuration's <listen> addresses; the fork keeps the afbus: ones (systemd starts the buses
 # with --address=systemd:, and cannot make an AF_BUS bus), unless
 # --address is an afbus: address itself.  The configuration's other
 # addresses are replaced as upstream does.  On a kernel without AF_BUS
@@ -90,7 +92,7 @@ stop
 # session.d/afbus.conf, after session.conf's unix:tmpdir=), with the
 # unix address first as session.conf lists it.
 BARE=$D/bare.conf
-mixed_bus_config "$BARE" "unix:tmpdir=$D" "afbus:"
+mixed_bus_config "$BARE" "afbus:" "unix:tmpdir=$D"
 RUN=$D/run
 mkdir -p $RUN
 CONF=$BARE
@@ -148,10 +150,85 @@ expect_match "afbus:runtime=no: a bad address" \
 	'the only value allowed for "runtime" in an afbus: address is "yes"' \
 	"$(XDG_RUNTIME_DIR=$RUN bad_addr afbus:runtime=no)"
 expect_match "afbus:path=...,runtime=yes: a bad address" \
-	'cannot specify two of "path", "file" and "runtime" in an afbus: address' \
+	'cannot specify two of "path", "abstract", "file", "runtime", "dir" and "tmpdir" in an afbus: address' \
 	"$(XDG_RUNTIME_DIR=$RUN bad_addr afbus:path=/x,runtime=yes)"
+expect_match "afbus:abstract=...,path=...: a bad address" \
+	'cannot specify two of "path", "abstract", ' "$(bad_addr afbus:abstract=x,path=/x)"
 expect_match "a client's bare afbus: names what is missing" \
-	'path or file or runtime' "$(bad_addr afbus:)"
+	'path or abstract or file or runtime' "$(bad_addr afbus:)"
+expect_match "a client's afbus:dir=: only in an address to listen on" \
+	'cannot use the "dir" key in an afbus: address to connect to, only in an address to listen on' \
+	"$(bad_addr afbus:dir=/tmp)"
+expect_match "... and afbus:tmpdir= too" \
+	'cannot use the "tmpdir" key in an afbus: address to connect to' \
+	"$(bad_addr afbus:tmpdir=/tmp)"
+long=$(printf '%0200d' 0)
+expect_match "an abstract name of 200 bytes does not fit" \
+	"AF_BUS abstract name \"$long\" must have 1 to 107 bytes" \
+	"$(bad_addr afbus:abstract=$long)"
+expect_match "an abstract name nobody bound: refused" \
+	'Failed to connect to AF_BUS bus "@afbus-test-nobody": Connection refused' \
+	"$(bad_addr afbus:abstract=afbus-test-nobody)"
+
+# 6. afbus:abstract=NAME: a bus with no file, which legacy clients
+# reach through the daemon's bridge as for a bus at a path.
+CONF=$D/abstract.conf
+ABS=afbus-test-$$
+mixed_bus_config "$CONF" "afbus:abstract=$ABS" "unix:path=$D/abs.sock"
+rm -f $D/out $D/addr
+dbus-daemon --config-file="$CONF" --nofork --print-address=3 >$D/out 2>&1 3>$D/addr &
+BUS_PID=$!
+_pids="$_pids $BUS_PID"
+wait_for_line $D/addr guid
+expect_match "afbus:abstract=: the daemon prints the abstract name first" \
+	"^afbus:abstract=$ABS,guid=[0-9a-f]+;unix:path=$D/abs.sock,guid=[0-9a-f]+\$" "$(cat $D/addr)"
+id_af=$(bus_id "afbus:abstract=$ABS")
+expect_match "... a client reaches it by that name" '^[0-9a-f]{32}$' "$id_af"
+expect_eq "... and a legacy client, bridged, the same bus" "$id_af" \
+	"$(bus_id "unix:path=$D/abs.sock")"
+expect_eq "... no file of that name, no warning" "-" \
+	"$(ls $D | grep -c "$ABS" | sed 's/^0$/-/')$(cat $D/out)"
+stop
+daemon "afbus:abstract=$ABS"
+expect_match "... and the name is free again once the daemon exits" \
+	"^afbus:abstract=$ABS,guid=[0-9a-f]+\$" "$(cat $D/addr)"
+stop
+
+# 7. afbus:dir=DIR and afbus:tmpdir=DIR: a fresh bus in DIR.
+CONF=$D/bus.conf
+for key in dir tmpdir; do
+	rm -rf $D/$key
+	mkdir -p $D/$key
+	daemon "afbus:$key=$D/$key"
+	expect_match "afbus:$key=: a fresh bus in that directory" \
+		"^afbus:path=$D/$key/dbus-afbus-[A-Za-z0-9]{10},guid=[0-9a-f]+\$" "$(cat $D/addr)"
+	expect_match "... which a client reaches with the printed address" \
+		'^[0-9a-f]{32}$' "$(bus_id "$(cat $D/addr)")"
+	stop
+	expect_eq "... and which goes when the daemon exits" "" "$(ls $D/$key)"
+done
+
+# 8. dbus-cleanup-sockets deletes the dbus-* sockets nobody listens on,
+# a dead AF_BUS bus among them, and leaves a live bus alone although it
+# refuses AF_UNIX connections.
+C=$D/clean
+rm -rf $C
+mkdir -p $C
+for dead in "afbus:path=$C/dbus-afbus-dead" "unix:path=$C/dbus-unix-dead"; do
+	daemon "$dead"
+	kill -9 $BUS_PID
+	wait $BUS_PID 2>/dev/null
+done
+daemon "afbus:dir=$C"
+live=$(sed -n 's/^afbus:path=\([^,]*\),.*/\1/p' $D/addr)
+# (upstream's dbus-cleanup-sockets takes its directory only after "--")
+out=$(dbus-cleanup-sockets -- $C 2>&1)
+expect_match "dbus-cleanup-sockets: two dead sockets, one live" \
+	"^Cleaned up 2 sockets in $C; 1 sockets are still in use; 0 in unknown state\$" "$out"
+expect_eq "... the live bus's file is left" "$live" "$(ls -d $C/dbus-*)"
+expect_match "... and clients still reach the bus" '^[0-9a-f]{32}$' \
+	"$(bus_id "afbus:path=$live")"
+stop
 expect_match "afbus:runtime=yes without XDG_RUNTIME_DIR: not supported" \
 	'afbus:runtime=yes needs "XDG_RUNTIME_DIR", which is not set' \
 	"$(unset XDG_RUNTIME_DIR; bad_addr afbus:runtime=yes)"

@@ -33,8 +33,8 @@ expect_match "... which names the missing path" 'no-such-bus' "$out"
 
 out=$(timeout 20 dbus-send --bus=afbus:nopath=1 --print-reply \
 	--dest=org.freedesktop.DBus / org.freedesktop.DBus.ListNames 2>&1)
-expect_match "afbus: without path or file is a bad address" \
-	'address of type afbus was missing argument path or file' "$out"
+expect_match "afbus: without path, abstract, file or runtime is a bad address" \
+	'address of type afbus was missing argument path or abstract or file or runtime' "$out"
 
 # A service on libdbus, by well-known and by unique name.
 bg sh -c 'afbus-echo-service com.example.Echo >/tmp/svc.out 2>&1'

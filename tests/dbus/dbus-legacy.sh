@@ -26,8 +26,9 @@ signals() {
 }
 
 # One AF_BUS address per daemon: two buses would give two clients the
-# same address, and so the same unique name.
-mixed_bus_config /tmp/two-afbus.conf afbus:path=/tmp/two-afbus-a afbus:path=/tmp/two-afbus-b
+# same address, and so the same unique name.  (mixed_bus_config lists
+# its third argument first: -a, then -b.)
+mixed_bus_config /tmp/two-afbus.conf afbus:path=/tmp/two-afbus-b afbus:path=/tmp/two-afbus-a
 out=$(timeout 20 dbus-daemon --config-file=/tmp/two-afbus.conf --nofork 2>&1; echo "exit $?")
 expect_match "a daemon refuses to listen on two AF_BUS addresses, saying why" \
 	'listens on one AF_BUS address at most .*not on both afbus:path=/tmp/two-afbus-a.* and afbus:path=/tmp/two-afbus-b' "$out"

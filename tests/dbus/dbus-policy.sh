@@ -38,8 +38,8 @@ write_conf() {
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
   <type>session</type>
-  <listen>afbus:</listen>
   <listen>$UX</listen>
+  <listen>afbus:</listen>
   <auth>EXTERNAL</auth>
   <policy context="default">
     <allow send_destination="*" eavesdrop="true"/>

@@ -157,7 +157,9 @@ kernel_eavesdropper_qlen() {
 # mixed_bus_config FILE AF-ADDRESS UNIX-ADDRESS [POLICY-LINE...]: write
 # FILE, a session bus configuration that listens on both addresses (AF_BUS
 # clients and legacy ones beside them) and allows everything (sending,
-# receiving, eavesdropping, owning names), then the POLICY-LINEs.
+# receiving, eavesdropping, owning names), then the POLICY-LINEs.  The
+# AF_BUS address comes last, as in the fork's system.d and session.d
+# files: the daemon advertises the last <listen> first.
 mixed_bus_config() {
 	_f=$1 _af=$2 _ux=$3
 	shift 3
@@ -167,8 +169,8 @@ mixed_bus_config() {
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
   <type>session</type>
-  <listen>$_af</listen>
   <listen>$_ux</listen>
+  <listen>$_af</listen>
   <auth>EXTERNAL</auth>
   <policy context="default">
     <allow send_destination="*" eavesdrop="true"/>
