@@ -574,8 +574,9 @@ set_buffer_size (DBusServerAfbus *afbus_server,
     return TRUE;
 
   dbus_set_error (error, _dbus_error_from_errno (errno),
-                  "Failed to set the %s buffer of AF_BUS bus \"%s\" to %d bytes: %s",
-                  what, afbus_server->path, bytes, _dbus_strerror (errno));
+                  "Failed to set the %s buffer of AF_BUS bus \"%s%s\" to %d bytes: %s",
+                  what, afbus_server->abstract ? "@" : "", afbus_server->path,
+                  bytes, _dbus_strerror (errno));
   return FALSE;
 }
 
@@ -767,8 +768,9 @@ _dbus_server_afbus_connect_self (DBusServer *server,
   dbus_set_error (error,
                   saved_errno == EAGAIN ? DBUS_ERROR_LIMITS_EXCEEDED :
                   _dbus_error_from_errno (saved_errno),
-                  "Cannot connect to AF_BUS bus \"%s\" for a legacy client: %s",
-                  afbus_server->path, _dbus_strerror (saved_errno));
+                  "Cannot connect to AF_BUS bus \"%s%s\" for a legacy client: %s",
+                  afbus_server->abstract ? "@" : "", afbus_server->path,
+                  _dbus_strerror (saved_errno));
   if (_dbus_socket_is_valid (client_fd))
     _dbus_close_socket (client_fd, NULL);
   return FALSE;

@@ -566,6 +566,9 @@ message_undeliverable (DBusTransport *transport,
           break;
         case EMSGSIZE:
         case ENOBUFS:
+        case ETOOMANYREFS:
+          /* ETOOMANYREFS: the sender has too many fds in flight
+           * (RLIMIT_NOFILE), as on AF_UNIX */
           error_name = DBUS_ERROR_LIMITS_EXCEEDED;
           break;
         case EINVAL:
