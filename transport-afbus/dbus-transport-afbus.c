@@ -73,6 +73,25 @@
 
 typedef struct DBusTransportAfbus DBusTransportAfbus;
 
+/*
+ * A message to a client whose queue is full (sendmsg() fails with
+ * EAGAIN) waits in the connection's outgoing queue, with the later
+ * messages to that client behind it, while later messages to other
+ * clients' unique addresses go on (do_writing()): one client that does
+ * not read holds up only what is sent to it, as dbus-daemon holds a
+ * message for a slow client in that client's own queue.  Up to this
+ * many full clients per pass; one more, or a message that could reach
+ * a full client another way (through the daemon, a name's address, a
+ * signal), and the pass waits as a whole.
+ */
+#define AFBUS_MAX_FULL_PEERS 16
+
+/* Is @addr one client's unique address (not the daemon's, a name's or
+ * the multicast one)? */
+#define AFBUS_IS_CLIENT_UNICAST(addr) \
+  ((addr) != DBUS_AFBUS_MASTER && ((addr) >> BUS_PREFIX_SHIFT) == 0 && \
+   (addr) != DBUS_AFBUS_MULTICAST (0))
+
 /**
  * Implementation details of DBusTransportAfbus. All members are private.
  */
@@ -539,9 +558,10 @@ set_own_sender (DBusTransportAfbus *afbus_transport,
  */
 static dbus_bool_t
 message_undeliverable (DBusTransport *transport,
-                       DBusMessage   *message,
+                       DBusList      *queued,
                        int            saved_errno)
 {
+  DBusMessage *message = queued->data;
   DBusMessage *reply = NULL;
   DBusList *link;
   const char *error_name;
@@ -599,7 +619,7 @@ message_undeliverable (DBusTransport *transport,
       _dbus_connection_queue_synthesized_message_link (transport->connection, link);
     }
 
-  _dbus_connection_message_sent_unlocked (transport->connection, message);
+  _dbus_connection_message_link_sent_unlocked (transport->connection, queued);
   return TRUE;
 
  oom:
@@ -1037,6 +1057,9 @@ static dbus_bool_t
 do_writing (DBusTransport *transport)
 {
   DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+  dbus_uint64_t full[AFBUS_MAX_FULL_PEERS];
+  unsigned int n_full = 0, i;
+  DBusList *link, *next;
   int total = 0;
 
   if (!_dbus_transport_try_to_authenticate (transport) ||
@@ -1046,10 +1069,10 @@ do_writing (DBusTransport *transport)
   if (!transport->is_server && !write_internal (afbus_transport))
     return TRUE;
 
-  while (!transport->disconnected &&
-         _dbus_connection_has_messages_to_send_unlocked (transport->connection))
+  for (link = _dbus_connection_get_next_link_to_send (transport->connection, NULL);
+       link != NULL && !transport->disconnected; link = next)
     {
-      DBusMessage *message;
+      DBusMessage *message = link->data;
       const char *well_known = NULL;
       dbus_uint64_t dest = DBUS_AFBUS_MASTER;
       dbus_bool_t addressed = FALSE;
@@ -1058,8 +1081,8 @@ do_writing (DBusTransport *transport)
       if (total > afbus_transport->max_bytes_written_per_iteration)
         return TRUE;
 
-      message = _dbus_connection_get_message_to_send (transport->connection);
-      _dbus_assert (message != NULL);
+      next = _dbus_connection_get_next_link_to_send (transport->connection,
+                                                     link);
       dbus_message_lock (message);
 
 #ifdef HAVE_UNIX_FD_PASSING
@@ -1096,6 +1119,24 @@ do_writing (DBusTransport *transport)
         {
           dest = route_message (afbus_transport, message, &well_known);
           addressed = (dest != DBUS_AFBUS_MASTER);
+          if (n_full == 0 && !set_own_sender (afbus_transport, message))
+            return FALSE;
+        }
+
+      /* Once a recipient was full in this pass, only a message to
+       * another client's unique address may pass the messages that
+       * wait: it cannot reach a full recipient before what waits for
+       * it.  A message to a full recipient waits behind the ones before
+       * it; anything else (the daemon, a name's address, a signal,
+       * which may reach any client) stops the pass. */
+      if (n_full > 0)
+        {
+          if (!addressed || !AFBUS_IS_CLIENT_UNICAST (dest))
+            return TRUE;
+          for (i = 0; i < n_full && full[i] != dest; i++)
+            ;
+          if (i < n_full)
+            continue;
           if (!set_own_sender (afbus_transport, message))
             return FALSE;
         }
@@ -1124,12 +1165,23 @@ do_writing (DBusTransport *transport)
               !_dbus_afbus_name_cache_sent_to_master (afbus_transport->names,
                                                       well_known))
             {
-              _dbus_connection_message_sent_unlocked (transport->connection,
-                                                      message);
+              _dbus_connection_message_link_sent_unlocked (transport->connection,
+                                                           link);
               return FALSE;
             }
 
-          _dbus_connection_message_sent_unlocked (transport->connection, message);
+          _dbus_connection_message_link_sent_unlocked (transport->connection,
+                                                       link);
+        }
+      else if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno) &&
+               addressed && AFBUS_IS_CLIENT_UNICAST (dest) &&
+               n_full < _DBUS_N_ELEMENTS (full))
+        {
+          /* This recipient is full: its messages wait, in order, and
+           * the next ones to other clients go on.  Its reading (or a
+           * send to another recipient) makes the socket writable
+           * again. */
+          full[n_full++] = dest;
         }
       else if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno) ||
                _dbus_get_is_errno_epipe (saved_errno))
@@ -1145,7 +1197,7 @@ do_writing (DBusTransport *transport)
         {
           /* ENOBUFS: the kernel could not allocate the message;
            * retrying in a loop cannot help. */
-          if (!message_undeliverable (transport, message, saved_errno))
+          if (!message_undeliverable (transport, link, saved_errno))
             return FALSE;
         }
       else if (_dbus_get_is_errno_enomem (saved_errno))

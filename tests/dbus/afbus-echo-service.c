@@ -4,6 +4,7 @@
  * the session bus, asks for a well-known name and answers, on any path,
  * interface com.example.Echo:
  *   Echo (s) -> s          the string back
+ *   Big (u n) -> s         a string of n bytes ('x'), at most 1 MiB
  *   Fail ()                the error com.example.Echo.Error.Failed
  *   Whoami () -> s         its own unique name
  *   ReadFd (h) -> s        what it reads from the file descriptor
@@ -92,6 +93,20 @@ int main(int argc, char **argv)
 					reply_string(c, m, s);
 				else
 					dbus_error_free(&error);
+			} else if (dbus_message_is_method_call(m, IFACE, "Big")) {
+				dbus_uint32_t n;
+				char *big;
+
+				if (dbus_message_get_args(m, &error, DBUS_TYPE_UINT32, &n,
+							  DBUS_TYPE_INVALID) &&
+				    n <= 1024 * 1024 && (big = malloc(n + 1)) != NULL) {
+					memset(big, 'x', n);
+					big[n] = '\0';
+					reply_string(c, m, big);
+					free(big);
+				} else {
+					dbus_error_free(&error);
+				}
 			} else if (dbus_message_is_method_call(m, IFACE, "ReadFd")) {
 				int fd;
 				char buf[256];
