@@ -9,15 +9,17 @@
 # the rest with LimitsExceeded; the fork holds each relay queue to the
 # same limit (dbus/0018).  max_incoming_bytes stays at its default
 # (127 MB), larger, as in Debian's system.conf and session.conf.  A hostile
-# legacy client that calls a service that stalls, 32 calls of 64 KiB,
+# legacy client, unprivileged (uid 65534, as whom the bus lets anybody
+# connect), that calls a service that stalls, 32 calls of 64 KiB,
 # gets some answered once the service reads again and LimitsExceeded for
 # the others, instead of the daemon holding them all; meanwhile other
 # clients and the daemon are answered.
 . /usr/libexec/afbus/dbus-test-lib.sh
 cd /tmp
 
-start_mixed_bus /tmp/bridge-stall max_outgoing_bytes=262144 ||
+start_mixed_bus /tmp/bridge-stall max_outgoing_bytes=262144 '<allow user="*"/>' ||
 	{ not_ok "the daemon starts"; finish; }
+chmod 0777 "$D/bus.sock"
 export DBUS_SESSION_BUS_ADDRESS=$AF
 legacy="env DBUS_SESSION_BUS_ADDRESS=$UX"
 
@@ -27,9 +29,14 @@ legacy="env DBUS_SESSION_BUS_ADDRESS=$UX"
 # timer does, so a slow machine changes nothing: 120 s at most) and
 # NAME answers again.
 flood() {
-	$legacy afbus-flood-client "$1" 32 120000 - 65536 >/tmp/bs-flood.out 2>&1 &
+	: >/tmp/bs-flood.out
+	chmod 0666 /tmp/bs-flood.out
+	su -s /bin/sh nobody -c "$legacy afbus-flood-client $1 32 120000 - 65536 \
+		>/tmp/bs-flood.out 2>&1" &
 	flood=$!
 	wait_for_line /tmp/bs-flood.out '^flushing'
+	check "$3: the flooder runs as uid 65534" sh -c \
+		"grep -sl '^Name:.afbus-flood-cl' /proc/[0-9]*/status | xargs grep -q '^Uid:.65534.'"
 	expect_match "$3: a native client's calls to another service are answered" \
 		'^calls=10 ok=10 errors=0 ' "$(timeout 60 afbus-echo-client com.example.Echo 10 2>&1)"
 	expect_match "... and a legacy client's" \

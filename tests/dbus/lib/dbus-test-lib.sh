@@ -192,10 +192,11 @@ config_limit() {
 	mv "$1.tmp" "$1"
 }
 
-# start_mixed_bus DIR [NAME=VALUE...]: DIR made anew, and a daemon on
-# mixed_bus_config's bus at AF=afbus:file=DIR/bus.afbus and
-# UX=unix:path=DIR/bus.sock (both set, and D=DIR), with each <limit>
-# NAME set to VALUE; fails if it does not start (start_config_bus).
+# start_mixed_bus DIR [NAME=VALUE | POLICY-LINE...]: DIR made anew, and
+# a daemon on mixed_bus_config's bus at AF=afbus:file=DIR/bus.afbus and
+# UX=unix:path=DIR/bus.sock (both set, and D=DIR), with the POLICY-LINEs
+# (arguments that start with "<") and each <limit> NAME set to VALUE;
+# fails if it does not start (start_config_bus).
 start_mixed_bus() {
 	D=$1
 	shift
@@ -203,8 +204,24 @@ start_mixed_bus() {
 	mkdir -p "$D"
 	AF=afbus:file=$D/bus.afbus
 	UX=unix:path=$D/bus.sock
-	mixed_bus_config "$D/bus.conf" "$AF" "$UX"
+	_policy= _limits=
 	for _l in "$@"; do
+		case $_l in
+		"<"*) _policy="$_policy
+$_l" ;;
+		*) _limits="$_limits $_l" ;;
+		esac
+	done
+	# (one policy line per line of $_policy; no globbing of "*")
+	set -f
+	_ifs=$IFS
+	IFS='
+'
+	# shellcheck disable=SC2086  # split on newlines only
+	mixed_bus_config "$D/bus.conf" "$AF" "$UX" $_policy
+	IFS=$_ifs
+	set +f
+	for _l in $_limits; do
 		config_limit "$D/bus.conf" "${_l%%=*}" "${_l#*=}"
 	done
 	start_config_bus "$D/bus.conf" "$D/bus.afbus" "$D/bus.sock"
