@@ -7,7 +7,8 @@
  * Usage: afbus-slow-caller DEST COUNT SIZE
  *
  * Calls com.example.Echo.Big (SIZE) on DEST COUNT times without
- * waiting, prints "sent" once the calls are written, then reads nothing
+ * waiting, prints "sent PID" (its process id) once the calls are
+ * written, then reads nothing
  * until SIGUSR1, so that its receive queue fills with replies.  Then it
  * reads until every call is answered (60 s at most) and prints
  *   "replies=N ok=N in-order=0|1 errors=N"
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <dbus/dbus.h>
 
 static volatile sig_atomic_t resumed;
@@ -75,7 +77,7 @@ int main(int argc, char **argv)
 		dbus_message_unref(m);
 	}
 	dbus_connection_flush(c);
-	printf("sent\n");
+	printf("sent %d\n", (int)getpid());
 	fflush(stdout);
 
 	while (!resumed)

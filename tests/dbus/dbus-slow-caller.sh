@@ -8,14 +8,16 @@
 # as dbus-daemon keeps what waits for a slow client in that client's own
 # queue.  Before, the service's one outgoing queue stopped at the first
 # reply the kernel could not take, and every caller waited with it.
-# The slow caller is first a native client, then a legacy one, whose
-# replies wait, once its unix socket and the daemon's bridge (C1) are
-# full, in the same place.
+# The slow caller, unprivileged (uid 65534, as whom the bus lets anybody
+# connect), is first a native client, then a legacy one, whose replies
+# wait, once its unix socket and the daemon's bridge (C1) are full, in
+# the same place.
 . /usr/libexec/afbus/dbus-test-lib.sh
 cd /tmp
 
-start_mixed_bus /tmp/slow-caller max_outgoing_bytes=262144 ||
+start_mixed_bus /tmp/slow-caller max_outgoing_bytes=262144 '<allow user="*"/>' ||
 	{ not_ok "the daemon starts"; finish; }
+chmod 0777 "$D/bus.sock"
 export DBUS_SESSION_BUS_ADDRESS=$AF
 legacy="env DBUS_SESSION_BUS_ADDRESS=$UX"
 
@@ -23,18 +25,23 @@ bg sh -c 'afbus-echo-service com.example.Echo >/tmp/sc-svc.out 2>&1'
 check "the service gets its name" wait_for_name com.example.Echo
 svc=$(sed -n 's/^ready //p' /tmp/sc-svc.out)
 
-# slow CASE [ENV...]: a caller (run through env with ENV) makes 40 calls
+# slow CASE ADDRESS: a caller as uid 65534 on ADDRESS makes 40 calls
 # whose replies are 64 KiB each (2.5 MiB, ten times what its receive
 # buffer holds) and stops reading; meanwhile a native and a legacy
 # client call the service, directly and by name, and the daemon
 # answers; then the slow caller reads all its replies, in order.
 slow() {
 	_case=$1
-	shift
-	env "$@" afbus-slow-caller "$svc" 40 65536 >/tmp/sc-slow.out 2>&1 &
+	: >/tmp/sc-slow.out
+	chmod 0666 /tmp/sc-slow.out
+	su -s /bin/sh nobody -c "DBUS_SESSION_BUS_ADDRESS=$2 afbus-slow-caller $svc 40 65536 \
+		>/tmp/sc-slow.out 2>&1" &
 	_slow=$!
-	wait_for_line /tmp/sc-slow.out '^sent$'
-	expect_match "$_case: another client's calls are answered meanwhile" \
+	wait_for_line /tmp/sc-slow.out '^sent [0-9]+$'
+	_pid=$(sed -n 's/^sent //p' /tmp/sc-slow.out)
+	expect_match "$_case: the slow caller runs as uid 65534" '^Uid:.65534.' \
+		"$(grep '^Uid:' /proc/$_pid/status 2>&1)"
+	expect_match "... another client's calls are answered meanwhile" \
 		'^calls=10 ok=10 errors=0 ' "$(timeout 60 afbus-echo-client "$svc" 10 2>&1)"
 	expect_match "... and by the service's name" \
 		'^calls=10 ok=10 errors=0 ' "$(timeout 60 afbus-echo-client com.example.Echo 10 2>&1)"
@@ -45,13 +52,13 @@ slow() {
 	expect_match "... and the daemon" 'string "com.example.Echo"' "$out"
 	check "... all while the slow caller has not read" \
 		sh -c "kill -0 $_slow && ! grep -q '^replies=' /tmp/sc-slow.out"
-	kill -USR1 $_slow
+	kill -USR1 "$_pid"
 	wait $_slow
 	expect_match "... which then gets its 40 replies, whole and in order" \
 		'^replies=40 ok=40 in-order=1 errors=0$' "$(cat /tmp/sc-slow.out)"
 }
 
-slow "a native caller"
-slow "a legacy caller" DBUS_SESSION_BUS_ADDRESS="$UX"
+slow "a native caller" "$AF"
+slow "a legacy caller" "$UX"
 
 finish
