@@ -178,7 +178,7 @@ name_to_addr (const char                *name,
     *use = FALSE;
   else if (name[0] == ':')
     *use = _dbus_afbus_addr_from_unique_name (name, &out->addr);
-  else if (!bus_afbus_name_addr (name, TRUE, &out->addr))
+  else if (!bus_afbus_name_addr_pin (name, &out->addr))
     return FALSE;
   out->has_addr = *use;
   return TRUE;

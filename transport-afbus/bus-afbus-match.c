@@ -496,7 +496,10 @@ bus_afbus_match_set_monitor (DBusConnection *connection,
                                  "The kernel cannot mark the monitor");
 }
 
-/* The rule's canonical text, and the address its sender has, if any.
+/* The rule's canonical text, and (with @sender_addr) the address its
+ * sender has, if any.  A well-known sender's address is held by the rule
+ * from then on, until the rule is freed (bus_match_rule_unref() gives it
+ * back), so that the name keeps the address the kernel's rule names.
  * FALSE with @error unset: the kernel does not need this rule. */
 static dbus_bool_t
 kernel_rule (BusMatchRule   *rule,
@@ -507,20 +510,28 @@ kernel_rule (BusMatchRule   *rule,
 {
   const char *sender = bus_match_rule_get_sender (rule);
 
-  *has_sender_addr = FALSE;
+  if (has_sender_addr != NULL)
+    *has_sender_addr = FALSE;
   if (sender != NULL)
     {
       if (strcmp (sender, DBUS_SERVICE_DBUS) == 0)
         return FALSE;
-      if (sender[0] == ':')
+      if (has_sender_addr == NULL)
+        ;
+      else if (sender[0] == ':')
         *has_sender_addr = _dbus_afbus_addr_from_unique_name (sender, sender_addr);
-      else if (!bus_afbus_name_addr (sender, TRUE, sender_addr))
+      else if (bus_match_rule_get_afbus_holds_name (rule))
+        *has_sender_addr = bus_afbus_name_addr (sender, sender_addr);
+      else if (!bus_afbus_name_addr_ref (sender, sender_addr))
         {
           BUS_SET_OOM (error);
           return FALSE;
         }
       else
-        *has_sender_addr = TRUE;
+        {
+          bus_match_rule_set_afbus_holds_name (rule, TRUE);
+          *has_sender_addr = TRUE;
+        }
     }
 
   *text = bus_match_rule_to_string (rule);
@@ -573,15 +584,14 @@ bus_afbus_remove_match (DBusConnection *connection,
 {
   DBusError error = DBUS_ERROR_INIT;
   struct nfdbus_bus bus;
-  dbus_uint64_t peer, sender_addr;
-  dbus_bool_t has_sender_addr;
+  dbus_uint64_t peer;
   char *text;
   int err;
 
   if (!bus_afbus_connection_bus (connection, &bus, &peer) || nfdbus == NULL)
     return;
 
-  if (!kernel_rule (rule, &text, &sender_addr, &has_sender_addr, &error))
+  if (!kernel_rule (rule, &text, NULL, NULL, &error))
     {
       /* Without memory the kernel keeps the rule, and the client the
        * signals it matches. */

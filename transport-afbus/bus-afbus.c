@@ -150,7 +150,28 @@ bus_afbus_cmdline_addresses (DBusList  **list,
 
 #ifdef DBUS_HAVE_AFBUS
 
-/* name -> dbus_uint64_t *, never shrinks: addresses are not reused. */
+/*
+ * The AF_BUS address of a well-known name, kept while something refers
+ * to it: an AF_BUS owner, which the kernel routes the address to; the
+ * kernel match rules of the name's signals, counted by the match rules
+ * that hold it (bus_afbus_name_addr_ref()); or the bus policy, whose
+ * kernel rules every client has, for as long as the daemon runs
+ * (bus_afbus_name_addr_pin()).  When nothing does, the entry goes, so
+ * that names a client merely asked about (AddMatch, RequestName and
+ * their undoing, in a loop) cannot make the table grow without bound.
+ * No address is ever given out twice: a name that comes back gets a
+ * new one, and a client whose cache still holds the old one reaches
+ * the daemon (the kernel's default route), which tells it the new one.
+ */
+typedef struct
+{
+  dbus_uint64_t addr;
+  unsigned int refs;      /**< match rules that hold it */
+  dbus_bool_t owned;      /**< an AF_BUS client owns the name */
+  dbus_bool_t pinned;     /**< the bus policy names it */
+} NameAddr;
+
+/* name -> NameAddr * */
 static DBusHashTable *name_addrs = NULL;
 static dbus_uint64_t next_name_client = 1;
 
@@ -341,48 +362,111 @@ bus_afbus_join (DBusConnection *connection,
   return TRUE;
 }
 
-/* The address of a well-known name, allocated on first use (@create):
- * when an AF_BUS client becomes its owner or asks for its signals. */
-dbus_bool_t
-bus_afbus_name_addr (const char    *name,
-                     dbus_bool_t    create,
-                     dbus_uint64_t *addr)
+/* The entry of a well-known name; a new one, with a new address, if
+ * @create.  NULL if there is none, or no memory. */
+static NameAddr *
+name_addr_get (const char  *name,
+               dbus_bool_t  create)
 {
-  dbus_uint64_t *value;
+  NameAddr *value;
   char *key;
 
   if (name_addrs == NULL)
     {
       if (!create)
-        return FALSE;
+        return NULL;
       name_addrs = _dbus_hash_table_new (DBUS_HASH_STRING, dbus_free, dbus_free);
       if (name_addrs == NULL)
-        return FALSE;
+        return NULL;
     }
 
   value = _dbus_hash_table_lookup_string (name_addrs, name);
-  if (value != NULL)
-    {
-      *addr = *value;
-      return TRUE;
-    }
-
-  if (!create || next_name_client >= BUS_CLIENT_MASK)
-    return FALSE;
+  if (value != NULL || !create || next_name_client >= BUS_CLIENT_MASK)
+    return value;
 
   key = _dbus_strdup (name);
-  value = dbus_new (dbus_uint64_t, 1);
+  value = dbus_new0 (NameAddr, 1);
   if (key == NULL || value == NULL ||
       !_dbus_hash_table_insert_string (name_addrs, key, value))
     {
       dbus_free (key);
       dbus_free (value);
-      return FALSE;
+      return NULL;
     }
 
-  *value = (DBUS_AFBUS_NAME_PREFIX << BUS_PREFIX_SHIFT) | next_name_client++;
-  *addr = *value;
+  value->addr = (DBUS_AFBUS_NAME_PREFIX << BUS_PREFIX_SHIFT) | next_name_client++;
+  _dbus_verbose ("name %s has AF_BUS address %016" PRIx64 "\n", name,
+                 value->addr);
+  return value;
+}
+
+/* Drops the entry of @name if nothing refers to it any more. */
+static void
+name_addr_release (const char *name)
+{
+  NameAddr *value = name_addr_get (name, FALSE);
+
+  if (value != NULL && value->refs == 0 && !value->owned && !value->pinned)
+    {
+      _dbus_verbose ("name %s gives up AF_BUS address %016" PRIx64 "\n",
+                     name, value->addr);
+      _dbus_hash_table_remove_string (name_addrs, name);
+    }
+}
+
+/* The address of a well-known name, if it has one. */
+dbus_bool_t
+bus_afbus_name_addr (const char    *name,
+                     dbus_uint64_t *addr)
+{
+  NameAddr *value = name_addr_get (name, FALSE);
+
+  if (value == NULL)
+    return FALSE;
+  *addr = value->addr;
   return TRUE;
+}
+
+/* The address of a well-known name that the bus policy names: it stays
+ * while the daemon runs.  FALSE if no memory. */
+dbus_bool_t
+bus_afbus_name_addr_pin (const char    *name,
+                         dbus_uint64_t *addr)
+{
+  NameAddr *value = name_addr_get (name, TRUE);
+
+  if (value == NULL)
+    return FALSE;
+  value->pinned = TRUE;
+  *addr = value->addr;
+  return TRUE;
+}
+
+/* The address of a well-known name that a kernel match rule names: it
+ * stays until bus_afbus_name_addr_unref().  FALSE if no memory. */
+dbus_bool_t
+bus_afbus_name_addr_ref (const char    *name,
+                         dbus_uint64_t *addr)
+{
+  NameAddr *value = name_addr_get (name, TRUE);
+
+  if (value == NULL)
+    return FALSE;
+  value->refs++;
+  *addr = value->addr;
+  return TRUE;
+}
+
+void
+bus_afbus_name_addr_unref (const char *name)
+{
+  NameAddr *value = name_addr_get (name, FALSE);
+
+  _dbus_assert (value != NULL && value->refs > 0);
+  if (value == NULL || value->refs == 0)
+    return;
+  value->refs--;
+  name_addr_release (name);
 }
 
 static dbus_bool_t
@@ -453,17 +537,34 @@ typedef struct
   DBusConnection *removed_from;   /**< the address was taken from it */
   DBusConnection *added_to;       /**< the address was given to it */
   dbus_uint64_t addr;
+  char *name;                     /**< the name whose address it is */
+  dbus_bool_t was_owned;          /**< it had an AF_BUS owner before */
+  dbus_bool_t cancelled;          /**< the transaction was cancelled */
 } AddrMove;
 
+/* The transaction is over: once it committed, a name left without an
+ * AF_BUS owner keeps its address only if something else refers to it
+ * (name_addr_release()).  Until then the address stays, for an undo. */
 static void
 addr_move_free (void *data)
 {
   AddrMove *move = data;
+  NameAddr *value = name_addr_get (move->name, FALSE);
+
+  if (value != NULL)
+    {
+      if (move->cancelled)
+        value->owned = move->was_owned;
+      else
+        value->owned = (move->added_to != NULL);
+      name_addr_release (move->name);
+    }
 
   if (move->removed_from != NULL)
     dbus_connection_unref (move->removed_from);
   if (move->added_to != NULL)
     dbus_connection_unref (move->added_to);
+  dbus_free (move->name);
   dbus_free (move);
 }
 
@@ -474,6 +575,8 @@ addr_move_cancel (void *data)
 {
   AddrMove *move = data;
   DBusError error = DBUS_ERROR_INIT;
+
+  move->cancelled = TRUE;
 
   if (move->added_to != NULL &&
       !set_addr (move->added_to, BUS_DEL_ADDR, move->addr, &error))
@@ -499,6 +602,7 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
 {
   AddrMove *move;
   DBusConnection *old_conn, *new_conn;
+  NameAddr *value;
   dbus_uint64_t addr;
 
   if (name[0] == ':')
@@ -520,31 +624,41 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
   /* (Its socket may be closed already: the name's AF_BUS address says
    * that AF_BUS clients may have called it directly.) */
   if (old_conn != NULL && !dbus_connection_get_is_connected (old_conn) &&
-      bus_afbus_name_addr (name, FALSE, &addr) &&
+      bus_afbus_name_addr (name, &addr) &&
       !send_peer_gone (transaction, name, error))
     return FALSE;
 
   if (!bus_afbus_connection_is_afbus (new_conn))
     new_conn = NULL;
 
-  if (!bus_afbus_name_addr (name, new_conn != NULL, &addr))
+  value = name_addr_get (name, new_conn != NULL);
+  if (value == NULL)
     {
       if (new_conn != NULL)
         {
           BUS_SET_OOM (error);
           return FALSE;
         }
-      return TRUE;      /* never had an AF_BUS owner: no address */
+      return TRUE;      /* no address, and none needed */
     }
+  addr = value->addr;
 
-  /* Allocated first: an address move that cannot be undone is not made. */
+  /* Allocated first: an address move that cannot be undone is not made.
+   * (A new entry with nothing referring to it goes with the move.) */
   move = dbus_new0 (AddrMove, 1);
-  if (move == NULL)
+  if (move == NULL || (move->name = _dbus_strdup (name)) == NULL)
     {
+      dbus_free (move);
+      name_addr_release (name);
       BUS_SET_OOM (error);
       return FALSE;
     }
   move->addr = addr;
+  move->was_owned = value->owned;
+  /* Owned from now on, so that nothing releases the address before the
+   * transaction ends; the owner it ends with decides. */
+  if (new_conn != NULL)
+    value->owned = TRUE;
 
   if (old_conn != NULL)
     {
@@ -642,7 +756,7 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
   if (!give_address || owner == NULL ||
       !bus_afbus_connection_is_afbus (owner) ||
       dbus_connection_has_messages_to_send (bus_afbus_legacy_outgoing (owner)) ||
-      !bus_afbus_name_addr (name, FALSE, &addr))
+      !bus_afbus_name_addr (name, &addr))
     addr = 0;
 
   /* The call @forwarded went to @owner, which answers it through the
@@ -747,10 +861,28 @@ bus_afbus_connection_fd (DBusConnection *connection,
 
 dbus_bool_t
 bus_afbus_name_addr (const char    *name,
-                     dbus_bool_t    create,
                      dbus_uint64_t *addr)
 {
   return FALSE;
+}
+
+dbus_bool_t
+bus_afbus_name_addr_pin (const char    *name,
+                         dbus_uint64_t *addr)
+{
+  return FALSE;
+}
+
+dbus_bool_t
+bus_afbus_name_addr_ref (const char    *name,
+                         dbus_uint64_t *addr)
+{
+  return FALSE;
+}
+
+void
+bus_afbus_name_addr_unref (const char *name)
+{
 }
 
 dbus_bool_t

@@ -44,8 +44,12 @@ dbus_bool_t bus_afbus_unique_name         (DBusConnection *connection,
 dbus_bool_t bus_afbus_join                (DBusConnection *connection,
                                            DBusError      *error);
 dbus_bool_t bus_afbus_name_addr           (const char     *name,
-                                           dbus_bool_t     create,
                                            dbus_uint64_t  *addr);
+dbus_bool_t bus_afbus_name_addr_pin       (const char     *name,
+                                           dbus_uint64_t  *addr);
+dbus_bool_t bus_afbus_name_addr_ref       (const char     *name,
+                                           dbus_uint64_t  *addr);
+void        bus_afbus_name_addr_unref     (const char     *name);
 dbus_bool_t bus_afbus_name_owner_changed  (BusTransaction *transaction,
                                            const char     *name,
                                            const char     *old_owner,

@@ -18,6 +18,14 @@
  *	AddMatch COUNT different rules; print "added=N error=NAME" (NAME
  *	of the first error, or "none").
  *
+ * afbus-signal churn FIRST COUNT
+ *	For I from FIRST to FIRST+COUNT-1: AddMatch and RemoveMatch a rule
+ *	for the signals of com.example.churn.mI, and RequestName and
+ *	ReleaseName com.example.churn.oI; a name the bus has not seen
+ *	each time.  The calls are sent without waiting for their replies,
+ *	with a GetId call every 100 rounds (and at the end) to keep pace
+ *	with the daemon; prints "churned=N errors=E".
+ *
  * afbus-signal --uid UID ...
  *	Any of the above as user and group UID, without supplementary
  *	groups (set before connecting).
@@ -204,6 +212,64 @@ static int many_rules_main(long count)
 	return 0;
 }
 
+/* Sends the bus driver METHOD (s arg), not waiting for its reply. */
+static int send_driver(DBusConnection *c, const char *method, const char *arg)
+{
+	DBusMessage *m = dbus_message_new_method_call(DBUS_SERVICE_DBUS, DBUS_PATH_DBUS,
+						      DBUS_INTERFACE_DBUS, method);
+	dbus_uint32_t flags = 0;
+	int ok;
+
+	if (!m)
+		return 0;
+	dbus_message_set_no_reply(m, TRUE);
+	ok = dbus_message_append_args(m, DBUS_TYPE_STRING, &arg, DBUS_TYPE_INVALID) &&
+	     (strcmp(method, "RequestName") != 0 ||
+	      dbus_message_append_args(m, DBUS_TYPE_UINT32, &flags, DBUS_TYPE_INVALID)) &&
+	     dbus_connection_send(c, m, NULL);
+	dbus_message_unref(m);
+	return ok;
+}
+
+/* A call to the daemon that waits for its reply: 0 if it failed. */
+static int sync_daemon(DBusConnection *c)
+{
+	DBusError error = DBUS_ERROR_INIT;
+	char *id = dbus_bus_get_id(c, &error);
+
+	if (!id) {
+		fprintf(stderr, "afbus-signal: GetId: %s\n", error.message);
+		dbus_error_free(&error);
+		return 0;
+	}
+	dbus_free(id);
+	return 1;
+}
+
+static int churn_main(long first, long count)
+{
+	DBusConnection *c = connect_bus();
+	char rule[128], name[64];
+	long i, errors = 0;
+
+	for (i = first; i < first + count; i++) {
+		snprintf(rule, sizeof(rule),
+			 "type='signal',sender='com.example.churn.m%ld'", i);
+		snprintf(name, sizeof(name), "com.example.churn.o%ld", i);
+		if (!send_driver(c, "AddMatch", rule) ||
+		    !send_driver(c, "RemoveMatch", rule) ||
+		    !send_driver(c, "RequestName", name) ||
+		    !send_driver(c, "ReleaseName", name))
+			errors++;
+		if ((i - first) % 100 == 99 && !sync_daemon(c))
+			errors++;
+	}
+	if (!sync_daemon(c))
+		errors++;
+	printf("churned=%ld errors=%ld\n", count, errors);
+	return errors != 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && strcmp(argv[1], "--uid") == 0) {
@@ -224,6 +290,8 @@ int main(int argc, char **argv)
 		return emit_main(argc - 2, argv + 2);
 	if (argc == 3 && strcmp(argv[1], "many-rules") == 0)
 		return many_rules_main(atol(argv[2]));
+	if (argc == 4 && strcmp(argv[1], "churn") == 0)
+		return churn_main(atol(argv[2]), atol(argv[3]));
 	fprintf(stderr, "usage: see the comment at the top of afbus-signal.c\n");
 	return 2;
 }

@@ -297,8 +297,14 @@ start_echo_services() {
 		>/tmp/echo-lsvc.out 2>&1 &
 	_pids="$_pids $!"
 	wait_ready /tmp/echo-nsvc.out /tmp/echo-lsvc.out
-	nsvc=$(sed -n 's/^ready //p' /tmp/echo-nsvc.out)
-	lsvc=$(sed -n 's/^ready //p' /tmp/echo-lsvc.out)
+	nsvc=$(sed -n 's/^ready //p' /tmp/echo-nsvc.out | head -n 1)
+	lsvc=$(sed -n 's/^ready //p' /tmp/echo-lsvc.out | head -n 1)
+	# (what the services said, should a later check fail for lack of
+	# their names)
+	for _f in /tmp/echo-nsvc.out /tmp/echo-lsvc.out; do
+		grep -q '^ready :0\.[0-9a-f]*$' $_f ||
+			sed "s|^|# $_f: |" $_f
+	done
 }
 
 # echo_traffic AF-ADDRESS UNIX-ADDRESS NSVC LSVC: calls on a mixed bus
