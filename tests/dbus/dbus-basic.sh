@@ -36,6 +36,20 @@ out=$(timeout 20 dbus-send --bus=afbus:nopath=1 --print-reply \
 expect_match "afbus: without path, abstract, file or runtime is a bad address" \
 	'address of type afbus was missing argument path or abstract or file or runtime' "$out"
 
+# The bus driver introspects the AF_BUS interface of its signals to
+# AF_BUS clients (dbus/0023), and keeps it out of its Interfaces property.
+out=$(timeout 20 dbus-send --session --print-reply=literal --dest=org.freedesktop.DBus \
+	/org/freedesktop/DBus org.freedesktop.DBus.Introspectable.Introspect 2>&1 | tr -d '\n ')
+expect_match "Introspect shows org.freedesktop.DBus.AF_BUS: Forwarded (s, t, u, s) and PeerGone (s)" \
+	'<interfacename="org.freedesktop.DBus.AF_BUS"><signalname="Forwarded"><argtype="s"name="name"/><argtype="t"name="address"/><argtype="u"name="serial"/><argtype="s"name="callee"/></signal><signalname="PeerGone"><argtype="s"name="name"/></signal></interface>' \
+	"$out"
+out=$(timeout 20 dbus-send --session --print-reply --dest=org.freedesktop.DBus \
+	/org/freedesktop/DBus org.freedesktop.DBus.Properties.Get \
+	string:org.freedesktop.DBus string:Interfaces 2>&1)
+expect_match "the Interfaces property lists the bus driver's interfaces" \
+	'string "org.freedesktop.DBus.Monitoring"' "$out"
+expect_eq "... but not the AF_BUS one" "" "$(printf '%s\n' "$out" | grep AF_BUS)"
+
 # A service on libdbus, by well-known and by unique name.
 bg sh -c 'afbus-echo-service com.example.Echo >/tmp/svc.out 2>&1'
 check "the service gets its well-known name" wait_for_name com.example.Echo
