@@ -42,28 +42,29 @@ addr_of() {
 	timeout 30 afbus-flood-client "$1" 1 0 5000 2>&1 | sed -n 's/^first-forwarded //p'
 }
 
+# two_owners NAME: an AF_BUS service owns NAME, quits, and another one
+# owns it; prints the address the daemon gave each ("A1 A2").
+two_owners() {
+	for _n in 1 2; do
+		serve "$1"
+		printf '%s ' "$(addr_of "$1")"
+		quit "$1"
+	done
+}
+
 # 1. Nothing refers to the name once its owner left: a new address.
-serve com.example.Temp
-a1=$(addr_of com.example.Temp)
-expect_match "an owned name has an address" '^1[0-9a-f]{12}$' "$a1"
-quit com.example.Temp
-serve com.example.Temp
-a2=$(addr_of com.example.Temp)
-expect_match "... and once its owner left and another took it, a new one ($a1, $a2)" \
-	'^1[0-9a-f]{12}$' "$([ "$a2" != "$a1" ] && echo "$a2")"
-quit com.example.Temp
+set -- $(two_owners com.example.Temp)
+expect_match "an owned name has an address" '^1[0-9a-f]{12}$' "$1"
+expect_match "... and once its owner left and another took it, a new one ($1, ${2:-})" \
+	'^1[0-9a-f]{12}$' "$([ "${2:-}" != "$1" ] && echo "${2:-}")"
 
 # 2. A subscriber's rule holds the address: the name keeps it, and the
 # subscriber gets the signals of each owner in turn.
 bg sh -c "exec afbus-signal listen \"type='signal',sender='com.example.Held'\" >/tmp/nt-listen.out 2>&1"
 wait_ready /tmp/nt-listen.out
-serve com.example.Held
-h1=$(addr_of com.example.Held)
-quit com.example.Held
-serve com.example.Held
-h2=$(addr_of com.example.Held)
-quit com.example.Held
-expect_eq "a name a match rule names keeps its address across owners" "$h1" "$h2"
+set -- $(two_owners com.example.Held)
+expect_match "a name a match rule names keeps its address across owners ($*)" \
+	'^1[0-9a-f]{12}$' "$([ "${2:-}" = "$1" ] && echo "$1")"
 for n in 1 2; do
 	timeout 20 afbus-signal emit --own com.example.Held com.example.Sig.Ping 1 held$n >/dev/null 2>&1
 done
@@ -73,20 +74,15 @@ expect_eq "... and the rule matches the signals of each of its owners" \
 	"$(grep 'Ping' /tmp/nt-listen.out | cut -d' ' -f1,2 | tr '\n' ' ' | sed 's/ $//')"
 
 # 3. The policy names com.example.Pinned: its address stays.
-serve com.example.Pinned
-p1=$(addr_of com.example.Pinned)
-quit com.example.Pinned
-serve com.example.Pinned
-p2=$(addr_of com.example.Pinned)
-quit com.example.Pinned
-expect_match "a name the policy names keeps its address across owners" \
-	'^1[0-9a-f]{12}$' "$([ "$p1" = "$p2" ] && echo "$p1")"
+set -- $(two_owners com.example.Pinned)
+expect_match "a name the policy names keeps its address across owners ($*)" \
+	'^1[0-9a-f]{12}$' "$([ "${2:-}" = "$1" ] && echo "$1")"
 
 # 4. A hostile client (uid 65534) asks for 10000 new names of each kind;
 # the daemon's memory does not grow with them.  (5000 rounds first: the
-# daemon's heap reaches its working size.  Before, each name stayed in
-# the table for good: the daemon grew by about 200 bytes a round, 2 MB
-# here.)
+# daemon's heap nears its working size, which it reaches within the next
+# 5000 rounds, up to 130 kB more.  Before, each name stayed in the table
+# for good: the daemon grew by about 200 bytes a round, 2 MB here.)
 # (VmData: the daemon's heap and other private mappings, in kB; its
 # resident size also moves with the pages of its libraries it touches)
 data() {
@@ -99,8 +95,8 @@ out=$(timeout 600 afbus-signal --uid 65534 churn 5000 10000 2>&1)
 expect_eq "... and 10000 more" "churned=10000 errors=0" "$out"
 r1=$(data)
 echo "# daemon VmData: $r0 kB after 5000 rounds, $r1 kB after 15000"
-check "... leave the daemon's memory as it was, within 256 kB ($r0 kB, then $r1 kB)" \
-	test $((r1 - r0)) -lt 256
+check "... leave the daemon's memory as it was, within 512 kB ($r0 kB, then $r1 kB)" \
+	test $((r1 - r0)) -lt 512
 serve com.example.Temp
 expect_match "... and names still get addresses" '^1[0-9a-f]{12}$' "$(addr_of com.example.Temp)"
 quit com.example.Temp
