@@ -78,11 +78,11 @@ set -- $(two_owners com.example.Pinned)
 expect_match "a name the policy names keeps its address across owners ($*)" \
 	'^1[0-9a-f]{12}$' "$([ "${2:-}" = "$1" ] && echo "$1")"
 
-# 4. A hostile client (uid 65534) asks for 10000 new names of each kind;
+# 4. A hostile client (uid 65534) asks for 6000 new names of each kind;
 # the daemon's memory does not grow with them.  (5000 rounds first: the
 # daemon's heap nears its working size, which it reaches within the next
 # 5000 rounds, up to 130 kB more.  Before, each name stayed in the table
-# for good: the daemon grew by about 200 bytes a round, 2 MB here.)
+# for good: the daemon grew by about 200 bytes a round, 1.2 MB here.)
 # (VmData: the daemon's heap and other private mappings, in kB; its
 # resident size also moves with the pages of its libraries it touches)
 data() {
@@ -91,10 +91,10 @@ data() {
 out=$(timeout 300 afbus-signal --uid 65534 churn 0 5000 2>&1)
 expect_eq "a hostile client's 5000 rounds of new names" "churned=5000 errors=0" "$out"
 r0=$(data)
-out=$(timeout 600 afbus-signal --uid 65534 churn 5000 10000 2>&1)
-expect_eq "... and 10000 more" "churned=10000 errors=0" "$out"
+out=$(timeout 600 afbus-signal --uid 65534 churn 5000 6000 2>&1)
+expect_eq "... and 6000 more" "churned=6000 errors=0" "$out"
 r1=$(data)
-echo "# daemon VmData: $r0 kB after 5000 rounds, $r1 kB after 15000"
+echo "# daemon VmData: $r0 kB after 5000 rounds, $r1 kB after 11000"
 check "... leave the daemon's memory as it was, within 512 kB ($r0 kB, then $r1 kB)" \
 	test $((r1 - r0)) -lt 512
 serve com.example.Temp
