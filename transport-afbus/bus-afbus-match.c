@@ -496,46 +496,53 @@ bus_afbus_match_set_monitor (DBusConnection *connection,
                                  "The kernel cannot mark the monitor");
 }
 
-/* The rule's canonical text, and (with @sender_addr) the address its
- * sender has, if any.  A well-known sender's address is held by the rule
- * from then on, until the rule is freed (bus_match_rule_unref() gives it
- * back), so that the name keeps the address the kernel's rule names.
- * FALSE with @error unset: the kernel does not need this rule. */
+/* The rule's canonical text.  FALSE with @error unset: the kernel does
+ * not need this rule. */
 static dbus_bool_t
 kernel_rule (BusMatchRule   *rule,
              char          **text,
-             dbus_uint64_t  *sender_addr,
-             dbus_bool_t    *has_sender_addr,
              DBusError      *error)
 {
   const char *sender = bus_match_rule_get_sender (rule);
 
-  if (has_sender_addr != NULL)
-    *has_sender_addr = FALSE;
-  if (sender != NULL)
-    {
-      if (strcmp (sender, DBUS_SERVICE_DBUS) == 0)
-        return FALSE;
-      if (has_sender_addr == NULL)
-        ;
-      else if (sender[0] == ':')
-        *has_sender_addr = _dbus_afbus_addr_from_unique_name (sender, sender_addr);
-      else if (bus_match_rule_get_afbus_holds_name (rule))
-        *has_sender_addr = bus_afbus_name_addr (sender, sender_addr);
-      else if (!bus_afbus_name_addr_ref (sender, sender_addr))
-        {
-          BUS_SET_OOM (error);
-          return FALSE;
-        }
-      else
-        {
-          bus_match_rule_set_afbus_holds_name (rule, TRUE);
-          *has_sender_addr = TRUE;
-        }
-    }
+  if (sender != NULL && strcmp (sender, DBUS_SERVICE_DBUS) == 0)
+    return FALSE;
 
   *text = bus_match_rule_to_string (rule);
   if (*text == NULL)
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* The address the rule's sender has, if any.  A well-known sender's
+ * address is held by the rule from then on, until the rule is freed
+ * (bus_match_rule_unref() gives it back), so that the name keeps the
+ * address the kernel's copy of the rule names.  FALSE if no memory. */
+static dbus_bool_t
+rule_sender_addr (BusMatchRule  *rule,
+                  dbus_uint64_t *addr,
+                  dbus_bool_t   *has_addr,
+                  DBusError     *error)
+{
+  const char *sender = bus_match_rule_get_sender (rule);
+
+  *has_addr = FALSE;
+  if (sender == NULL)
+    return TRUE;
+
+  if (sender[0] == ':')
+    *has_addr = _dbus_afbus_addr_from_unique_name (sender, addr);
+  else if (bus_match_rule_get_afbus_holds_name (rule))
+    *has_addr = bus_afbus_name_addr (sender, addr);
+  else if (bus_afbus_name_addr_ref (sender, addr))
+    {
+      bus_match_rule_set_afbus_holds_name (rule);
+      *has_addr = TRUE;
+    }
+  else
     {
       BUS_SET_OOM (error);
       return FALSE;
@@ -557,10 +564,11 @@ bus_afbus_add_match (DBusConnection *connection,
   if (!bus_afbus_connection_bus (connection, &bus, &peer))
     return TRUE;
 
-  if (!kernel_rule (rule, &text, &sender_addr, &has_sender_addr, error))
+  if (!kernel_rule (rule, &text, error))
     return !dbus_error_is_set (error);
 
-  if (bus_afbus_nfdbus (error) == NULL)
+  if (!rule_sender_addr (rule, &sender_addr, &has_sender_addr, error) ||
+      bus_afbus_nfdbus (error) == NULL)
     {
       dbus_free (text);
       return FALSE;
@@ -591,7 +599,7 @@ bus_afbus_remove_match (DBusConnection *connection,
   if (!bus_afbus_connection_bus (connection, &bus, &peer) || nfdbus == NULL)
     return;
 
-  if (!kernel_rule (rule, &text, NULL, NULL, &error))
+  if (!kernel_rule (rule, &text, &error))
     {
       /* Without memory the kernel keeps the rule, and the client the
        * signals it matches. */

@@ -400,13 +400,12 @@ name_addr_get (const char  *name,
   return value;
 }
 
-/* Drops the entry of @name if nothing refers to it any more. */
+/* Drops @value, the entry of @name, if nothing refers to it any more. */
 static void
-name_addr_release (const char *name)
+name_addr_release (const char *name,
+                   NameAddr   *value)
 {
-  NameAddr *value = name_addr_get (name, FALSE);
-
-  if (value != NULL && value->refs == 0 && !value->owned && !value->pinned)
+  if (value->refs == 0 && !value->owned && !value->pinned)
     {
       _dbus_verbose ("name %s gives up AF_BUS address %016" PRIx64 "\n",
                      name, value->addr);
@@ -427,34 +426,41 @@ bus_afbus_name_addr (const char    *name,
   return TRUE;
 }
 
-/* The address of a well-known name that the bus policy names: it stays
- * while the daemon runs.  FALSE if no memory. */
-dbus_bool_t
-bus_afbus_name_addr_pin (const char    *name,
-                         dbus_uint64_t *addr)
+/* The address of a well-known name, held: pinned by the bus policy
+ * (@pin: for as long as the daemon runs), or by one more kernel match
+ * rule.  FALSE if no memory. */
+static dbus_bool_t
+name_addr_hold (const char    *name,
+                dbus_bool_t    pin,
+                dbus_uint64_t *addr)
 {
   NameAddr *value = name_addr_get (name, TRUE);
 
   if (value == NULL)
     return FALSE;
-  value->pinned = TRUE;
+  if (pin)
+    value->pinned = TRUE;
+  else
+    value->refs++;
   *addr = value->addr;
   return TRUE;
 }
 
+/* The address of a well-known name that the bus policy names. */
+dbus_bool_t
+bus_afbus_name_addr_pin (const char    *name,
+                         dbus_uint64_t *addr)
+{
+  return name_addr_hold (name, TRUE, addr);
+}
+
 /* The address of a well-known name that a kernel match rule names: it
- * stays until bus_afbus_name_addr_unref().  FALSE if no memory. */
+ * stays until bus_afbus_name_addr_unref(). */
 dbus_bool_t
 bus_afbus_name_addr_ref (const char    *name,
                          dbus_uint64_t *addr)
 {
-  NameAddr *value = name_addr_get (name, TRUE);
-
-  if (value == NULL)
-    return FALSE;
-  value->refs++;
-  *addr = value->addr;
-  return TRUE;
+  return name_addr_hold (name, FALSE, addr);
 }
 
 void
@@ -466,7 +472,7 @@ bus_afbus_name_addr_unref (const char *name)
   if (value == NULL || value->refs == 0)
     return;
   value->refs--;
-  name_addr_release (name);
+  name_addr_release (name, value);
 }
 
 static dbus_bool_t
@@ -557,7 +563,7 @@ addr_move_free (void *data)
         value->owned = move->was_owned;
       else
         value->owned = (move->added_to != NULL);
-      name_addr_release (move->name);
+      name_addr_release (move->name, value);
     }
 
   if (move->removed_from != NULL)
@@ -649,7 +655,7 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
   if (move == NULL || (move->name = _dbus_strdup (name)) == NULL)
     {
       dbus_free (move);
-      name_addr_release (name);
+      name_addr_release (name, value);
       BUS_SET_OOM (error);
       return FALSE;
     }

@@ -223,17 +223,18 @@ _dbus_afbus_address_location (DBusAddressEntry  *entry,
                               DBusAfbusLocation *location,
                               DBusError         *error)
 {
+  const char *path = dbus_address_entry_get_value (entry, "path");
+  const char *abstract = dbus_address_entry_get_value (entry, "abstract");
   const char *file = dbus_address_entry_get_value (entry, "file");
   const char *runtime = dbus_address_entry_get_value (entry, "runtime");
   const char *tmpdir = dbus_address_entry_get_value (entry, "tmpdir");
   const char *dir_key, *runtime_dir;
 
-  location->path = dbus_address_entry_get_value (entry, "path");
-  location->abstract = dbus_address_entry_get_value (entry, "abstract");
+  location->name = abstract != NULL ? abstract : path;
+  location->abstract = abstract != NULL;
   location->dir = dbus_address_entry_get_value (entry, "dir");
 
-  if ((location->path != NULL) + (location->abstract != NULL) +
-      (file != NULL) + (runtime != NULL) + (location->dir != NULL) +
+  if ((path != NULL) + (abstract != NULL) + (file != NULL) + (runtime != NULL) + (location->dir != NULL) +
       (tmpdir != NULL) > 1)
     {
       _dbus_set_bad_address (error, NULL, NULL,
@@ -252,8 +253,7 @@ _dbus_afbus_address_location (DBusAddressEntry  *entry,
   if (tmpdir != NULL)
     location->dir = tmpdir;
 
-  if (!listening && location->path == NULL && location->abstract == NULL &&
-      file == NULL && runtime == NULL)
+  if (!listening && location->name == NULL && file == NULL && runtime == NULL)
     {
       _dbus_set_bad_address (error, "afbus",
                              "path or abstract or file or runtime", NULL);

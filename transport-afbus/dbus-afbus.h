@@ -74,8 +74,9 @@ dbus_bool_t   _dbus_afbus_addr_from_unique_name (const char        *name,
  */
 typedef struct
 {
-  const char *path;      /**< path=: the bus's filesystem path, or #NULL */
-  const char *abstract;  /**< abstract=: its abstract name, or #NULL */
+  const char *name;      /**< path= or abstract=: the bus's filesystem
+                              path or its abstract name, or #NULL */
+  dbus_bool_t abstract;  /**< whether @p name is an abstract name */
   const char *dir;       /**< dir= or tmpdir= (listening only): the
                               directory of a fresh bus, or #NULL */
   DBusString file;       /**< file=, or $XDG_RUNTIME_DIR/bus.afbus for

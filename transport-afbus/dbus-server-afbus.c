@@ -315,18 +315,13 @@ fresh_bus_path (DBusString *path,
   DBusString dir_str, filename;
   dbus_bool_t ok;
 
-  if (dir == NULL && file == NULL)
-    dir = _dbus_getenv ("XDG_RUNTIME_DIR");
-  if (dir == NULL && file == NULL)
-    dir = DBUS_SESSION_SOCKET_DIR;
-
   if (!_dbus_string_init (&filename))
     {
       _DBUS_SET_OOM (error);
       return FALSE;
     }
 
-  if (file != NULL && dir == NULL)
+  if (dir == NULL && file != NULL)
     {
       const char *slash = strrchr (file, '/');
 
@@ -338,6 +333,10 @@ fresh_bus_path (DBusString *path,
     }
   else
     {
+      if (dir == NULL)
+        dir = _dbus_getenv ("XDG_RUNTIME_DIR");
+      if (dir == NULL)
+        dir = DBUS_SESSION_SOCKET_DIR;
       _dbus_string_init_const (&dir_str, dir);
       ok = _dbus_string_copy (&dir_str, 0, path, 0);
     }
@@ -478,7 +477,7 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
       DBUS_SERVER_LISTEN_BAD_ADDRESS : DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
   file = _dbus_string_get_length (&location.file) > 0 ?
     _dbus_string_get_const_data (&location.file) : NULL;
-  abstract = location.abstract != NULL;
+  abstract = location.abstract;
 
   if (!_dbus_string_init (&path_str))
     {
@@ -487,10 +486,9 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
       return DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
     }
 
-  if (location.path != NULL || abstract)
+  if (location.name != NULL)
     {
-      if (!_dbus_string_append (&path_str, abstract ? location.abstract :
-                                location.path))
+      if (!_dbus_string_append (&path_str, location.name))
         {
           _DBUS_SET_OOM (error);
           goto failed;

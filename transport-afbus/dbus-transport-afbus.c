@@ -1119,8 +1119,6 @@ do_writing (DBusTransport *transport)
         {
           dest = route_message (afbus_transport, message, &well_known);
           addressed = (dest != DBUS_AFBUS_MASTER);
-          if (n_full == 0 && !set_own_sender (afbus_transport, message))
-            return FALSE;
         }
 
       /* Once a recipient was full in this pass, only a message to
@@ -1137,9 +1135,11 @@ do_writing (DBusTransport *transport)
             ;
           if (i < n_full)
             continue;
-          if (!set_own_sender (afbus_transport, message))
-            return FALSE;
         }
+
+      if (!afbus_transport->relay && !transport->is_server &&
+          !set_own_sender (afbus_transport, message))
+        return FALSE;
 
       bytes = send_message (afbus_transport, message, addressed, dest);
       saved_errno = errno;
@@ -2181,7 +2181,7 @@ _dbus_transport_open_afbus (DBusAddressEntry  *entry,
 {
   const char *method = dbus_address_entry_get_method (entry);
   DBusAfbusLocation location;
-  DBusString path_str, address, prefix;
+  DBusString path_str, address;
   dbus_bool_t abstract, ok;
   DBusSocket fd;
 
@@ -2195,7 +2195,7 @@ _dbus_transport_open_afbus (DBusAddressEntry  *entry,
     return dbus_error_has_name (error, DBUS_ERROR_BAD_ADDRESS) ?
       DBUS_TRANSPORT_OPEN_BAD_ADDRESS : DBUS_TRANSPORT_OPEN_DID_NOT_CONNECT;
 
-  abstract = location.abstract != NULL;
+  abstract = location.abstract;
   if (!_dbus_string_init (&path_str))
     {
       _dbus_afbus_location_free (&location);
@@ -2206,8 +2206,7 @@ _dbus_transport_open_afbus (DBusAddressEntry  *entry,
   if (_dbus_string_get_length (&location.file) > 0)
     ok = _dbus_afbus_read_path_file (_dbus_string_get_const_data (&location.file),
                                      &path_str, error);
-  else if (!_dbus_string_append (&path_str, abstract ? location.abstract :
-                                 location.path))
+  else if (!_dbus_string_append (&path_str, location.name))
     {
       _DBUS_SET_OOM (error);
       ok = FALSE;
@@ -2230,9 +2229,8 @@ _dbus_transport_open_afbus (DBusAddressEntry  *entry,
       return DBUS_TRANSPORT_OPEN_DID_NOT_CONNECT;
     }
 
-  _dbus_string_init_const (&prefix,
-                           abstract ? "afbus:abstract=" : "afbus:path=");
-  if (!_dbus_string_copy (&prefix, 0, &address, 0) ||
+  if (!_dbus_string_append (&address,
+                            abstract ? "afbus:abstract=" : "afbus:path=") ||
       !_dbus_address_append_escaped (&address, &path_str))
     {
       _DBUS_SET_OOM (error);

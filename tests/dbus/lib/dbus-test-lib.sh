@@ -339,6 +339,30 @@ bus_client_sockets() {
 	done
 }
 
+# as_nobody FILE COMMAND: run the shell COMMAND as uid 65534 (a hostile
+# unprivileged client), in the background, its output in FILE (made
+# anew, writable by it); $! is the process of su.
+as_nobody() {
+	: >"$1"
+	chmod 0666 "$1"
+	su -s /bin/sh nobody -c "$2 >$1 2>&1" &
+}
+
+# expect_answered_meanwhile DESCRIPTION NAME [LISTED]: while something
+# stalls, a native client ($DBUS_SESSION_BUS_ADDRESS) and a legacy one
+# ($legacy) each get 10 calls answered by the service NAME, and the
+# daemon answers (ListNames shows LISTED, by default NAME).  Three
+# checks, the first named DESCRIPTION.
+expect_answered_meanwhile() {
+	expect_match "$1" \
+		'^calls=10 ok=10 errors=0 ' "$(timeout 60 afbus-echo-client "$2" 10 2>&1)"
+	expect_match "... and a legacy client's" \
+		'^calls=10 ok=10 errors=0 ' "$(timeout 60 $legacy afbus-echo-client "$2" 10 2>&1)"
+	expect_match "... and the daemon" "string \"${3:-$2}\"" \
+		"$(timeout 20 dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
+			org.freedesktop.DBus.ListNames 2>&1)"
+}
+
 # expect_kept_and_refused PREFIX FILE COUNT: afbus-flood-client's output
 # FILE, for COUNT calls to a service that stalled while the daemon held
 # its queue to a limit: some calls were answered, the others refused
