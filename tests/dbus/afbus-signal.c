@@ -8,11 +8,11 @@
  *	"INTERFACE.MEMBER ARG0 SENDER".  After N signals it removes its
  *	rules (RemoveMatch) and prints "removed".  Runs until killed.
  *
- * afbus-signal emit [--own NAME] [--self RULE] INTERFACE.MEMBER COUNT PREFIX
+ * afbus-signal emit [--own NAME] [--self RULE] [--first N] INTERFACE.MEMBER COUNT PREFIX
  *	Optionally become the primary owner of NAME, and AddMatch RULE;
- *	send COUNT signals (path /com/example, arg0 "PREFIX-I") without a
- *	destination; with --self, print "self=N": how many of its own
- *	signals came back to it within 2 s.
+ *	send COUNT signals (path /com/example, arg0 "PREFIX-I", I from N,
+ *	default 0) without a destination; with --self, print "self=N": how
+ *	many of its own signals came back to it within 2 s.
  *
  * afbus-signal many-rules COUNT
  *	AddMatch COUNT different rules; print "added=N error=NAME" (NAME
@@ -131,7 +131,7 @@ static int emit_main(int argc, char **argv)
 	DBusConnection *c = connect_bus();
 	const char *self = NULL;
 	char iface[256], arg[256], *dot;
-	long count, i, seen = 0;
+	long count, first = 0, i, seen = 0;
 
 	while (argc > 1 && argv[0][0] == '-') {
 		if (strcmp(argv[0], "--own") == 0) {
@@ -146,6 +146,8 @@ static int emit_main(int argc, char **argv)
 		} else if (strcmp(argv[0], "--self") == 0) {
 			self = argv[1];
 			dbus_bus_add_match(c, self, &error);
+		} else if (strcmp(argv[0], "--first") == 0) {
+			first = atol(argv[1]);
 		} else {
 			break;
 		}
@@ -161,9 +163,9 @@ static int emit_main(int argc, char **argv)
 	}
 	strcpy(iface, argv[0]);
 	iface[dot - argv[0]] = '\0';
-	count = atol(argv[1]);
+	count = first + atol(argv[1]);
 
-	for (i = 0; i < count; i++) {
+	for (i = first; i < count; i++) {
 		DBusMessage *m = dbus_message_new_signal("/com/example", iface,
 							 dot + 1);
 		const char *s = arg;
