@@ -83,11 +83,12 @@ expect_match "a call to an activatable name starts the service and is answered" 
 # client calling back to back can stay on the daemon's path; with 20 ms
 # between calls it usually reads each Forwarded before its next call,
 # but a busy TCG guest can take longer than that (7 of 10 were seen
-# through the daemon once): at least the first call goes through the
-# daemon and at least one of the others does not.
+# through the daemon once, 11 of the 20 calls, Echo and Whoami, under
+# KASAN): at least the first call goes through the daemon and at least
+# one of the other 19 does not.
 out=$(timeout 30 afbus-echo-client com.example.Activated 10 20 2>&1)
 expect_match "the activated service is then called directly" \
-	'^calls=10 ok=10 errors=0 forwarded=[1-9] owners=:0\.[0-9a-f]+$' "$out"
+	'^calls=10 ok=10 errors=0 forwarded=([1-9]|1[0-9]) owners=:0\.[0-9a-f]+$' "$out"
 
 # An activation that fails, and a name nobody can activate: the error
 # comes with Forwarded (name, 0), so the caller does not wait for one
@@ -100,7 +101,8 @@ expect_eq "a name that cannot be activated: the same" \
 	"calls=1 ok=0 errors=1 forwarded=2 owners=" "$out"
 
 # Large messages, through the daemon and directly: far more than a
-# default send buffer, which the daemon sizes from max_message_size.
+# default send buffer; the daemon made max_message_size the bus' largest
+# message (dbus-large.sh does it unprivileged).
 bg sh -c 'afbus-echo-service com.example.Echo >/tmp/svc.out 2>&1'
 check "the echo service gets its name" wait_for_name com.example.Echo
 svc=$(sed -n 's/^ready //p' /tmp/svc.out)
