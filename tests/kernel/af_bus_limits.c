@@ -5,7 +5,9 @@
  * connection) and on an accepted socket (its client, at once), their
  * bounds, who may use them, and what a client sees: how many messages
  * its queue takes, its SO_SNDBUF, and the largest message it can send;
- * and BUS_SET_MCAST_DROP, which lets multicasts skip a full queue.
+ * BUS_SET_MCAST_DROP, which lets multicasts skip a full queue; and
+ * BUS_SET_MSG_MAX, the bus' largest message, held to net.bus.msg_max
+ * without CAP_NET_ADMIN.
  */
 #include "af_bus_test.h"
 
@@ -637,6 +639,199 @@ TEST_F(limits, mcast_drop_bounds_and_who)
 	mcast_values(_metadata, self->p[0].cfd, &self->bus, 0, 1);
 	ASSERT_ERRNO(EAGAIN, bus_sendto(self->p[0].cfd, &self->bus,
 					bus_mcast(0), "x", 1, MSG_DONTWAIT));
+}
+
+/* set_int() in a child as nobody (no capabilities): 0 or its errno */
+static int set_int_as_nobody(struct __test_metadata *_metadata, int fd,
+			     int opt, int val)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (setgid(65534) || setuid(65534))
+			_exit(255);
+		_exit(set_int(fd, opt, val) ? errno : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_NE(255, WEXITSTATUS(status));
+	return WEXITSTATUS(status);
+}
+
+#define MSG_MAX_SYSCTL "/proc/sys/net/bus/msg_max"
+
+static long read_msg_max_sysctl(struct __test_metadata *_metadata)
+{
+	long val = -1;
+	FILE *f = fopen(MSG_MAX_SYSCTL, "r");
+
+	ASSERT_NE(NULL, f) TH_LOG("%s: %s", MSG_MAX_SYSCTL, strerror(errno));
+	ASSERT_EQ(1, fscanf(f, "%ld", &val));
+	fclose(f);
+	return val;
+}
+
+/* Write @text to net.bus.msg_max: 0 or the errno of the write */
+static int write_msg_max_sysctl(const char *text)
+{
+	int fd = open(MSG_MAX_SYSCTL, O_WRONLY), err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		err = errno;
+	close(fd);
+	return err;
+}
+
+/* A buffer of @size bytes that differ from one page to the next */
+static unsigned char *pattern(size_t size, unsigned int seed)
+{
+	unsigned char *buf = malloc(size);
+	size_t i;
+
+	for (i = 0; buf && i < size; i++)
+		buf[i] = (unsigned char)(i * 131 + (i >> 12) + seed);
+	return buf;
+}
+
+/* An unprivileged master sets the bus' largest message to 4 MiB: clients
+ * with the default send and receive buffers (a few hundred KiB) send
+ * messages that large, whole, and one byte more fails.
+ */
+TEST_F(limits, msg_max_lets_messages_past_the_send_buffer)
+{
+	const size_t size = 4 << 20;
+	unsigned char *out, *in;
+
+	ASSERT_EQ(0, set_int_as_nobody(_metadata, self->m, BUS_SET_MSG_MAX,
+				       size));
+	open_two_plain(_metadata, self);
+	ASSERT_GT((int)size, get_sndbuf(_metadata, self->p[0].cfd));
+	ASSERT_GT((int)size, get_rcvbuf(_metadata, self->p[1].cfd));
+	out = pattern(size + 1, 1);
+	in = malloc(size + 1);
+	ASSERT_NE(NULL, out);
+	ASSERT_NE(NULL, in);
+
+	ASSERT_ERRNO(EMSGSIZE, bus_sendto(self->p[0].cfd, &self->bus,
+					  self->p[1].addr, out, size + 1, 0));
+	ASSERT_EQ((ssize_t)size, bus_sendto(self->p[0].cfd, &self->bus,
+					    self->p[1].addr, out, size, 0))
+		TH_LOG("send: %s", strerror(errno));
+	ASSERT_EQ((ssize_t)size, recv(self->p[1].cfd, in, size + 1, 0));
+	ASSERT_EQ(0, memcmp(out, in, size));
+	/* the accepted sockets (the master's ends) are held to it too */
+	ASSERT_ERRNO(EMSGSIZE, send(self->p[1].afd, out, size + 1, 0));
+	ASSERT_EQ((ssize_t)size, send(self->p[1].afd, out, size, 0));
+	ASSERT_EQ((ssize_t)size, recv(self->p[1].cfd, in, size + 1, 0));
+	ASSERT_EQ(0, memcmp(out, in, size));
+	free(out);
+	free(in);
+	bus_expect_quiet(_metadata, self->p, 2);
+}
+
+/* A recipient whose queue holds one such message is full: the next large
+ * message to it waits (EAGAIN without waiting), while the sender's
+ * messages to others go on; once read, the next one goes.
+ */
+TEST_F(limits, msg_max_one_large_message_fills_a_recipient_only)
+{
+	const size_t size = 2 << 20;
+	unsigned char *out, *in;
+	char c = 'x';
+
+	ASSERT_OK(set_int(self->m, BUS_SET_MSG_MAX, size));
+	open_two_plain(_metadata, self);
+	out = pattern(size, 2);
+	in = malloc(size + 1);
+	ASSERT_NE(NULL, out);
+	ASSERT_NE(NULL, in);
+
+	ASSERT_EQ((ssize_t)size, bus_sendto(self->p[0].cfd, &self->bus,
+					    self->p[1].addr, out, size,
+					    MSG_DONTWAIT));
+	ASSERT_ERRNO(EAGAIN, bus_sendto(self->p[0].cfd, &self->bus,
+					self->p[1].addr, out, size,
+					MSG_DONTWAIT));
+	/* to the master, at once */
+	ASSERT_EQ(1, send(self->p[0].cfd, &c, 1, MSG_DONTWAIT));
+	ASSERT_EQ(1, recv(self->p[0].afd, in, size, MSG_DONTWAIT));
+	ASSERT_EQ((ssize_t)size, recv(self->p[1].cfd, in, size + 1, 0));
+	ASSERT_EQ(0, memcmp(out, in, size));
+	ASSERT_EQ((ssize_t)size, bus_sendto(self->p[0].cfd, &self->bus,
+					    self->p[1].addr, out, size,
+					    MSG_DONTWAIT));
+	ASSERT_EQ((ssize_t)size, recv(self->p[1].cfd, in, size + 1, 0));
+	ASSERT_EQ(0, memcmp(out, in, size));
+	free(out);
+	free(in);
+	bus_expect_quiet(_metadata, self->p, 2);
+}
+
+/* Below the send buffer it is the limit too, for clients connected
+ * before it was set as well.
+ */
+TEST_F(limits, msg_max_lowers_the_limit_at_once)
+{
+	char buf[1001] = "";
+
+	open_two_plain(_metadata, self);
+	ASSERT_EQ(1001, bus_sendto(self->p[0].cfd, &self->bus,
+				   self->p[1].addr, buf, 1001, 0));
+	ASSERT_EQ(1001, recv(self->p[1].cfd, buf, sizeof(buf), 0));
+	ASSERT_OK(set_int(self->m, BUS_SET_MSG_MAX, 1000));
+	ASSERT_ERRNO(EMSGSIZE, bus_sendto(self->p[0].cfd, &self->bus,
+					  self->p[1].addr, buf, 1001, 0));
+	ASSERT_EQ(1000, bus_sendto(self->p[0].cfd, &self->bus,
+				   self->p[1].addr, buf, 1000, 0));
+	ASSERT_EQ(1000, recv(self->p[1].cfd, buf, sizeof(buf), 0));
+	bus_expect_quiet(_metadata, self->p, 2);
+}
+
+/* Past net.bus.msg_max only with CAP_NET_ADMIN; the sysctl bounds what
+ * an unprivileged master may set from then on.
+ */
+TEST_F(limits, msg_max_held_to_the_sysctl_without_cap)
+{
+	long max = read_msg_max_sysctl(_metadata);
+
+	ASSERT_EQ(128 << 20, max);
+	ASSERT_EQ(EPERM, set_int_as_nobody(_metadata, self->m,
+					   BUS_SET_MSG_MAX, max + 1));
+	ASSERT_EQ(0, set_int_as_nobody(_metadata, self->m, BUS_SET_MSG_MAX,
+				       max));
+	ASSERT_OK(set_int(self->m, BUS_SET_MSG_MAX, max + 1));
+
+	ASSERT_EQ(0, write_msg_max_sysctl("1048576"));
+	ASSERT_EQ(EPERM, set_int_as_nobody(_metadata, self->m,
+					   BUS_SET_MSG_MAX, 2 << 20));
+	ASSERT_EQ(0, set_int_as_nobody(_metadata, self->m, BUS_SET_MSG_MAX,
+				       1 << 20));
+	ASSERT_EQ(EINVAL, write_msg_max_sysctl("-1"));
+	ASSERT_EQ(1 << 20, read_msg_max_sysctl(_metadata));
+	ASSERT_EQ(0, write_msg_max_sysctl("134217728"));
+}
+
+TEST_F(limits, msg_max_bad_values_and_callers)
+{
+	int fresh, val = 4096;
+
+	open_two_plain(_metadata, self);
+	ASSERT_ERRNO(EINVAL, set_int(self->m, BUS_SET_MSG_MAX, 0));
+	ASSERT_ERRNO(EINVAL, set_int(self->m, BUS_SET_MSG_MAX, -1));
+	ASSERT_ERRNO(EINVAL, setsockopt(self->m, SOL_BUS, BUS_SET_MSG_MAX,
+					&val, sizeof(val) - 1));
+	ASSERT_ERRNO(EFAULT, setsockopt(self->m, SOL_BUS, BUS_SET_MSG_MAX,
+					NULL, sizeof(val)));
+	ASSERT_ERRNO(EPERM, set_int(self->p[0].afd, BUS_SET_MSG_MAX, 4096));
+	ASSERT_ERRNO(EPERM, set_int(self->p[0].cfd, BUS_SET_MSG_MAX, 4096));
+	fresh = bus_socket(_metadata, BUS_PROTO_NONE);
+	ASSERT_ERRNO(EPERM, set_int(fresh, BUS_SET_MSG_MAX, 4096));
+	close(fresh);
 }
 
 TEST_HARNESS_MAIN
