@@ -24,6 +24,7 @@
 #ifdef DBUS_HAVE_AFBUS
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -583,30 +584,92 @@ set_buffer_size (DBusServerAfbus *afbus_server,
  * not all of max_outgoing_bytes (127 MB on the system bus). */
 #define AFBUS_MAX_RCVBUF (8 * 1024 * 1024)
 
+/* Where the kernel says how large a message a bus master without
+ * CAP_NET_ADMIN may allow. */
+#define AFBUS_MSG_MAX_SYSCTL "/proc/sys/net/bus/msg_max"
+
+/* net.bus.msg_max, or -1 if it cannot be read */
+static long
+read_msg_max_sysctl (void)
+{
+  long value = -1;
+  FILE *f = fopen (AFBUS_MSG_MAX_SYSCTL, "re");
+
+  if (f == NULL)
+    return -1;
+  if (fscanf (f, "%ld", &value) != 1)
+    value = -1;
+  fclose (f);
+  return value;
+}
+
+/* BUS_SET_MSG_MAX to @p bytes; past net.bus.msg_max, which a daemon
+ * without CAP_NET_ADMIN may not go, to that, with @p error saying so. */
+static dbus_bool_t
+set_msg_max (DBusServerAfbus *afbus_server,
+             int              bytes,
+             DBusError       *error)
+{
+  long allowed;
+  int saved_errno;
+
+  if (setsockopt (afbus_server->fd.fd, SOL_BUS, BUS_SET_MSG_MAX, &bytes,
+                  sizeof (bytes)) == 0)
+    return TRUE;
+
+  saved_errno = errno;
+  allowed = read_msg_max_sysctl ();
+  if (saved_errno == EPERM && allowed > 0 && allowed < bytes)
+    {
+      int value = (int) allowed;
+
+      if (setsockopt (afbus_server->fd.fd, SOL_BUS, BUS_SET_MSG_MAX,
+                      &value, sizeof (value)) == 0)
+        {
+          dbus_set_error (error, DBUS_ERROR_LIMITS_EXCEEDED,
+                          "max_message_size %d is above the kernel's net.bus.msg_max: "
+                          "messages between AF_BUS clients of bus \"%s%s\" "
+                          "are limited to %d bytes (raise the sysctl, or give the "
+                          "daemon CAP_NET_ADMIN)",
+                          bytes, afbus_server->abstract ? "@" : "",
+                          afbus_server->path, value);
+          return FALSE;
+        }
+      saved_errno = errno;
+    }
+
+  dbus_set_error (error, _dbus_error_from_errno (saved_errno),
+                  "Failed to set the largest message of AF_BUS bus \"%s%s\" to %d bytes: %s",
+                  afbus_server->abstract ? "@" : "", afbus_server->path,
+                  bytes, _dbus_strerror (saved_errno));
+  return FALSE;
+}
+
 /**
- * Sizes the kernel buffers of the connections made from now on to an
- * AF_BUS server, on its listening socket:
+ * Sets the limits of an AF_BUS server's bus, on its listening socket:
  *
- * - BUS_SET_SENDBUF, so that every client, and the server's side of it,
- *   can send messages of @p max_message_size bytes (a message must fit
- *   in its sender's send buffer while it is being sent);
+ * - BUS_SET_MSG_MAX, so that every client, and the server's side of it,
+ *   can send messages of @p max_message_size bytes, and no larger; a
+ *   daemon without CAP_NET_ADMIN may allow at most net.bus.msg_max
+ *   (128 MiB by default), and allows that much, with a warning, when
+ *   @p max_message_size is larger;
  * - BUS_SET_RCVBUF, so that the kernel holds for a client that reads
  *   more slowly than its messages come as much as dbus-daemon would
  *   queue for it (@p max_queued_bytes, the configuration's
  *   max_outgoing_bytes), at most AFBUS_MAX_RCVBUF: queued messages are
  *   charged to their recipient's receive buffer, and a default one holds
- *   a few hundred small messages.
+ *   a few hundred small messages.  Without CAP_NET_ADMIN the kernel caps
+ *   it at net.core.rmem_max, and a slow subscriber misses signals
+ *   sooner.
  *
- * Without CAP_NET_ADMIN the kernel caps them at net.core.wmem_max and
- * net.core.rmem_max; larger messages then fail with a LimitsExceeded
- * error for their sender, and a slow subscriber misses signals sooner.
+ * Both are tried; @p error is the first failure.
  *
  * Does nothing on servers of other transports.
  *
  * @param server the server
  * @param max_message_size the largest message size
  * @param max_queued_bytes what may wait for one connection to read
- * @param error set if the kernel refuses
+ * @param error set if the kernel refuses either
  * @returns #FALSE on error
  */
 dbus_bool_t
@@ -616,24 +679,31 @@ _dbus_server_afbus_set_limits (DBusServer *server,
                                DBusError  *error)
 {
   DBusServerAfbus *afbus_server = (DBusServerAfbus *) server;
+  DBusError rcvbuf_error = DBUS_ERROR_INIT;
+  dbus_bool_t ok;
 
   if (server->vtable != &afbus_vtable)
     return TRUE;
 
-  /* No D-Bus message is larger; the kernel doubles the value, as for
-   * SO_SNDBUF, which leaves room for its overhead and other messages. */
+  /* No D-Bus message is larger. */
   if (max_message_size > DBUS_MAXIMUM_MESSAGE_LENGTH)
     max_message_size = DBUS_MAXIMUM_MESSAGE_LENGTH;
-  /* the kernel doubles the receive buffer too, for its overhead per
-   * message */
+  /* the kernel doubles the receive buffer, as for SO_RCVBUF, for its
+   * overhead per message */
   if (max_queued_bytes > AFBUS_MAX_RCVBUF)
     max_queued_bytes = AFBUS_MAX_RCVBUF;
 
-  return set_buffer_size (afbus_server, BUS_SET_SENDBUF, "send",
-                          (int) max_message_size + 64 * 1024, error) &&
-         set_buffer_size (afbus_server, BUS_SET_RCVBUF, "receive",
-                          max_queued_bytes > 0 ? (int) max_queued_bytes : 1,
-                          error);
+  ok = set_msg_max (afbus_server,
+                    max_message_size > 0 ? (int) max_message_size : 1,
+                    error);
+  if (!set_buffer_size (afbus_server, BUS_SET_RCVBUF, "receive",
+                        max_queued_bytes > 0 ? (int) max_queued_bytes : 1,
+                        ok ? error : &rcvbuf_error))
+    {
+      dbus_error_free (&rcvbuf_error);
+      ok = FALSE;
+    }
+  return ok;
 }
 
 /**

@@ -162,7 +162,8 @@ int main(int argc, char **argv)
 			ok++;
 		} else {
 			errors++;
-			fprintf(stderr, "call %d: %.100s\n", i,
+			fprintf(stderr, "call %d: %s%s%.100s\n", i,
+				reply ? "" : error.name, reply ? "" : ": ",
 				reply ? reply : error.message);
 			dbus_error_free(&error);
 		}
