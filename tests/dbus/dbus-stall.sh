@@ -13,6 +13,8 @@
 #   here), past which the daemon refuses messages for it with
 #   LimitsExceeded;
 # - everybody else goes on: other services answer, the daemon answers.
+# The flooding clients are unprivileged (uid 65534; the bus lets
+# anybody connect).
 . /usr/libexec/afbus/dbus-test-lib.sh
 cd /tmp
 
@@ -23,6 +25,9 @@ cat >"$conf" <<'CONF'
 <busconfig>
   <include>/usr/share/dbus-1/session.conf</include>
   <limit name="max_outgoing_bytes">262144</limit>
+  <policy context="default">
+    <allow user="*"/>
+  </policy>
 </busconfig>
 CONF
 start_bus afbus: "$conf"
@@ -36,12 +41,14 @@ slow=$(sed -n 's/^ready //p' /tmp/s-slow.out)
 # The service stops reading until SIGUSR1 (no timer ends the stall, so
 # a slow machine changes nothing; 120 s at most); 1500 direct calls
 # fill its queue.
-afbus-flood-client "$slow" 1500 120000 >/tmp/s-flood.out 2>&1 &
+as_nobody /tmp/s-flood.out \
+	"DBUS_SESSION_BUS_ADDRESS=$DBUS_SESSION_BUS_ADDRESS exec afbus-flood-client $slow 1500 120000"
 flood=$!
 wait_for_line /tmp/s-flood.out '^flushing'
 # 16 calls of 64 KiB by name go through the daemon, which cannot write
 # them to the full queue: it keeps 256 KiB worth and refuses the rest.
-afbus-flood-client com.example.Slow 16 0 - 65536 >/tmp/s-big.out 2>&1 &
+as_nobody /tmp/s-big.out \
+	"DBUS_SESSION_BUS_ADDRESS=$DBUS_SESSION_BUS_ADDRESS exec afbus-flood-client com.example.Slow 16 0 - 65536"
 big=$!
 wait_for_line /tmp/s-big.out '^flushing'
 
@@ -54,6 +61,11 @@ expect_match "the daemon answers meanwhile" 'string "com.example.Slow"' "$out"
 # The order of events, not a time: the flooding client is still blocked.
 check "... all while the stalled service's queue is still full" \
 	sh -c "kill -0 $flood && ! grep -q '^calls=' /tmp/s-flood.out"
+flood_uid=$(for _d in /proc/[0-9]*; do
+	tr '\0' ' ' <"$_d/cmdline" 2>/dev/null | grep -q "^afbus-flood-client $slow " &&
+		grep '^Uid:' "$_d/status"
+done)
+expect_match "... which an unprivileged client filled" '^Uid:.65534.' "$flood_uid"
 kill -USR1 "$slow_pid"
 
 wait $flood
