@@ -70,10 +70,11 @@ as_nobody /tmp/large-svc.out "DBUS_SESSION_BUS_ADDRESS=$AF exec afbus-echo-servi
 _pids="$_pids $!"
 wait_ready /tmp/large-svc.out
 svc=$(sed -n 's/^ready //p' /tmp/large-svc.out)
+nobody_run /tmp/large-uid.out "$AF" "dbus-send --session --print-reply \
+	--dest=org.freedesktop.DBus / org.freedesktop.DBus.GetConnectionUnixUser \
+	string:$svc"
 expect_match "the service runs as uid 65534 too" 'uint32 65534' \
-	"$(DBUS_SESSION_BUS_ADDRESS=$AF timeout 20 dbus-send --session --print-reply \
-		--dest=org.freedesktop.DBus / org.freedesktop.DBus.GetConnectionUnixUser \
-		string:"$svc" 2>&1)"
+	"$(cat /tmp/large-uid.out)"
 
 echo_calls "8 MiB messages between unprivileged clients, directly" \
 	"$AF" "$svc" $((8 * MB))

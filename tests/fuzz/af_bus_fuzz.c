@@ -1027,9 +1027,10 @@ static void op_setsockopt(struct thread_ctx *t, int fd)
 			  : below(r, sizeof(val) + 1);
 	if (chance(r, 60)) {
 		level = SOL_BUS;
-		name = chance(r, 80) ? (int)(1 + below(r, 9)) : (int)below(r, 40) - 2;
+		name = chance(r, 80) ? (int)(1 + below(r, 10)) : (int)below(r, 40) - 2;
 		if ((name == BUS_SET_SENDBUF || name == BUS_SET_MAXQLEN ||
-		     name == BUS_SET_RCVBUF || name == BUS_SET_MCAST_DROP) &&
+		     name == BUS_SET_RCVBUF || name == BUS_SET_MCAST_DROP ||
+		     name == BUS_SET_MSG_MAX) &&
 		    chance(r, 80)) {
 			/* mostly sensible values, sometimes out of range */
 			if (name == BUS_SET_MCAST_DROP)
