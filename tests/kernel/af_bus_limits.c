@@ -339,6 +339,28 @@ static long read_wmem_max(struct __test_metadata *_metadata)
 	return v / 2;
 }
 
+/* A buffer of @size bytes that differ from one page to the next */
+static unsigned char *pattern(size_t size, unsigned int seed)
+{
+	unsigned char *buf = malloc(size);
+	size_t i;
+
+	for (i = 0; buf && i < size; i++)
+		buf[i] = (unsigned char)(i * 131 + (i >> 12) + seed);
+	return buf;
+}
+
+/* @fd's next message is the @size bytes of @out (read into @in, which
+ * has room for one more)
+ */
+static void expect_whole(struct __test_metadata *_metadata, int fd,
+			 const unsigned char *out, unsigned char *in,
+			 size_t size)
+{
+	ASSERT_EQ((ssize_t)size, recv(fd, in, size + 1, 0));
+	ASSERT_EQ(0, memcmp(out, in, size));
+}
+
 /* Past wmem_max with CAP_NET_ADMIN (the tests run as root), a message of
  * several MiB goes through whole.
  */
@@ -346,23 +368,19 @@ TEST_F(limits, sendbuf_past_wmem_max_with_cap_net_admin)
 {
 	const size_t size = 3 << 20;
 	unsigned char *out, *in;
-	size_t i;
 
 	ASSERT_GT(4L << 20, read_wmem_max(_metadata));
 	ASSERT_OK(set_int(self->m, BUS_SET_SENDBUF, 4 << 20));
 	open_two(_metadata, self);
 	ASSERT_EQ(8 << 20, get_sndbuf(_metadata, self->p[0].cfd));
-	out = malloc(size);
+	out = pattern(size, 0);
 	in = malloc(size + 1);
 	ASSERT_NE(NULL, out);
 	ASSERT_NE(NULL, in);
-	for (i = 0; i < size; i++)
-		out[i] = (unsigned char)(i * 131 + (i >> 12));
 	ASSERT_EQ((ssize_t)size, bus_sendto(self->p[0].cfd, &self->bus,
 					    self->p[1].addr, out, size, 0))
 		TH_LOG("send: %s", strerror(errno));
-	ASSERT_EQ((ssize_t)size, recv(self->p[1].cfd, in, size + 1, 0));
-	ASSERT_EQ(0, memcmp(out, in, size));
+	expect_whole(_metadata, self->p[1].cfd, out, in, size);
 	free(out);
 	free(in);
 }
@@ -687,17 +705,6 @@ static int write_msg_max_sysctl(const char *text)
 	return err;
 }
 
-/* A buffer of @size bytes that differ from one page to the next */
-static unsigned char *pattern(size_t size, unsigned int seed)
-{
-	unsigned char *buf = malloc(size);
-	size_t i;
-
-	for (i = 0; buf && i < size; i++)
-		buf[i] = (unsigned char)(i * 131 + (i >> 12) + seed);
-	return buf;
-}
-
 /* An unprivileged master sets the bus' largest message to 4 MiB: clients
  * with the default send and receive buffers (a few hundred KiB) send
  * messages that large, whole, and one byte more fails.
@@ -722,13 +729,11 @@ TEST_F(limits, msg_max_lets_messages_past_the_send_buffer)
 	ASSERT_EQ((ssize_t)size, bus_sendto(self->p[0].cfd, &self->bus,
 					    self->p[1].addr, out, size, 0))
 		TH_LOG("send: %s", strerror(errno));
-	ASSERT_EQ((ssize_t)size, recv(self->p[1].cfd, in, size + 1, 0));
-	ASSERT_EQ(0, memcmp(out, in, size));
+	expect_whole(_metadata, self->p[1].cfd, out, in, size);
 	/* the accepted sockets (the master's ends) are held to it too */
 	ASSERT_ERRNO(EMSGSIZE, send(self->p[1].afd, out, size + 1, 0));
 	ASSERT_EQ((ssize_t)size, send(self->p[1].afd, out, size, 0));
-	ASSERT_EQ((ssize_t)size, recv(self->p[1].cfd, in, size + 1, 0));
-	ASSERT_EQ(0, memcmp(out, in, size));
+	expect_whole(_metadata, self->p[1].cfd, out, in, size);
 	free(out);
 	free(in);
 	bus_expect_quiet(_metadata, self->p, 2);
@@ -760,13 +765,11 @@ TEST_F(limits, msg_max_one_large_message_fills_a_recipient_only)
 	/* to the master, at once */
 	ASSERT_EQ(1, send(self->p[0].cfd, &c, 1, MSG_DONTWAIT));
 	ASSERT_EQ(1, recv(self->p[0].afd, in, size, MSG_DONTWAIT));
-	ASSERT_EQ((ssize_t)size, recv(self->p[1].cfd, in, size + 1, 0));
-	ASSERT_EQ(0, memcmp(out, in, size));
+	expect_whole(_metadata, self->p[1].cfd, out, in, size);
 	ASSERT_EQ((ssize_t)size, bus_sendto(self->p[0].cfd, &self->bus,
 					    self->p[1].addr, out, size,
 					    MSG_DONTWAIT));
-	ASSERT_EQ((ssize_t)size, recv(self->p[1].cfd, in, size + 1, 0));
-	ASSERT_EQ(0, memcmp(out, in, size));
+	expect_whole(_metadata, self->p[1].cfd, out, in, size);
 	free(out);
 	free(in);
 	bus_expect_quiet(_metadata, self->p, 2);
