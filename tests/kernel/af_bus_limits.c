@@ -385,23 +385,33 @@ TEST_F(limits, sendbuf_past_wmem_max_with_cap_net_admin)
 	free(in);
 }
 
-/* A master process without CAP_NET_ADMIN is held to wmem_max. */
-TEST_F(limits, sendbuf_clamped_to_wmem_max_without_cap)
+/* set_int() in a child as nobody (no capabilities): 0 or its errno */
+static int set_int_as_nobody(struct __test_metadata *_metadata, int fd,
+			     int opt, int val)
 {
-	long wmem_max = read_wmem_max(_metadata);
 	int status;
 	pid_t pid;
 
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		/* nobody: no capabilities left */
 		if (setgid(65534) || setuid(65534))
-			_exit(10);
-		_exit(set_int(self->m, BUS_SET_SENDBUF, 64 << 20) ? 11 : 0);
+			_exit(255);
+		_exit(set_int(fd, opt, val) ? errno : 0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_EQ(0, status) TH_LOG("child failed with status %#x", status);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_NE(255, WEXITSTATUS(status));
+	return WEXITSTATUS(status);
+}
+
+/* A master process without CAP_NET_ADMIN is held to wmem_max. */
+TEST_F(limits, sendbuf_clamped_to_wmem_max_without_cap)
+{
+	long wmem_max = read_wmem_max(_metadata);
+
+	ASSERT_EQ(0, set_int_as_nobody(_metadata, self->m, BUS_SET_SENDBUF,
+				       64 << 20));
 	open_two(_metadata, self);
 	ASSERT_EQ(2 * wmem_max, get_sndbuf(_metadata, self->p[0].cfd));
 }
@@ -485,19 +495,10 @@ static long read_rmem_max(struct __test_metadata *_metadata)
 TEST_F(limits, rcvbuf_clamped_to_rmem_max_without_cap)
 {
 	long rmem_max = read_rmem_max(_metadata);
-	int status;
-	pid_t pid;
 
 	ASSERT_GT(32L << 20, rmem_max);
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		if (setgid(65534) || setuid(65534))
-			_exit(10);
-		_exit(set_int(self->m, BUS_SET_RCVBUF, 64 << 20) ? 11 : 0);
-	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_EQ(0, status) TH_LOG("child failed with status %#x", status);
+	ASSERT_EQ(0, set_int_as_nobody(_metadata, self->m, BUS_SET_RCVBUF,
+				       64 << 20));
 	bus_peer_open(_metadata, &self->p[0], self->m, &self->bus, true);
 	ASSERT_EQ(2 * rmem_max, get_rcvbuf(_metadata, self->p[0].cfd));
 	ASSERT_OK(set_int(self->m, BUS_SET_RCVBUF, 32 << 20));
@@ -657,26 +658,6 @@ TEST_F(limits, mcast_drop_bounds_and_who)
 	mcast_values(_metadata, self->p[0].cfd, &self->bus, 0, 1);
 	ASSERT_ERRNO(EAGAIN, bus_sendto(self->p[0].cfd, &self->bus,
 					bus_mcast(0), "x", 1, MSG_DONTWAIT));
-}
-
-/* set_int() in a child as nobody (no capabilities): 0 or its errno */
-static int set_int_as_nobody(struct __test_metadata *_metadata, int fd,
-			     int opt, int val)
-{
-	int status;
-	pid_t pid;
-
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		if (setgid(65534) || setuid(65534))
-			_exit(255);
-		_exit(set_int(fd, opt, val) ? errno : 0);
-	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	ASSERT_NE(255, WEXITSTATUS(status));
-	return WEXITSTATUS(status);
 }
 
 #define MSG_MAX_SYSCTL "/proc/sys/net/bus/msg_max"
