@@ -1293,7 +1293,8 @@ handle_forwarded (DBusTransportAfbus *afbus_transport,
  * it.  A datagram from another client must hold exactly one valid
  * message whose SENDER is that client's unique name: anything else is
  * dropped and counted, so that no peer can pose as another or as the
- * daemon, nor break our stream of messages.  FALSE on OOM.
+ * daemon, nor break our stream of messages.  Unknown header fields are
+ * removed from what is kept.  FALSE on OOM.
  */
 static dbus_bool_t
 check_incoming (DBusTransportAfbus *afbus_transport,
@@ -1365,6 +1366,13 @@ check_incoming (DBusTransportAfbus *afbus_transport,
       drop = (sender == NULL ||
               strcmp (sender, _dbus_string_get_const_data (&expected)) != 0);
       _dbus_string_free (&expected);
+
+      /* Header fields that this libdbus does not know are removed, as
+       * the daemon removes them from what it routes (HeaderFiltering):
+       * a field defined later may carry a meaning the bus guarantees,
+       * which a peer must not be able to forge. */
+      if (!drop && !_dbus_message_remove_unknown_fields (message))
+        return FALSE;
 
       if (!drop && afbus_transport->relay &&
           !_dbus_afbus_message_set_addr (message, source))

@@ -133,6 +133,19 @@ i=0
 while kill -0 $victim_pid 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 check "the same message with the true SENDER is obeyed" sh -c "! kill -0 $victim_pid 2>/dev/null"
 
+# Header fields that libdbus does not know: the daemon removes them from
+# what it routes (it advertises HeaderFiltering), and the recipient's
+# libdbus from what comes straight from a peer through the kernel.
+afbus-header-field recv >/tmp/hf.out 2>&1 &
+hf_pid=$!
+wait_ready /tmp/hf.out
+hf=$(sed -n 's/^ready //p' /tmp/hf.out)
+expect_eq "a call with an unknown header field, straight to a peer, is answered" \
+	answered "$(timeout 20 afbus-header-field send "$hf" 2>&1)"
+wait_exit $hf_pid
+expect_eq "... and the peer gets it without that field" \
+	"unknown-field=absent" "$(grep '^unknown-field=' /tmp/hf.out)"
+
 kill $BUS_PID
 wait $BUS_PID 2>/dev/null
 check "the daemon removes the bus path when it exits" test ! -e "$path"
