@@ -185,6 +185,35 @@ sends_through_kernel (DBusConnection *sender)
     bus_afbus_connection_is_afbus (sender);
 }
 
+/* Whether @message is the AF_BUS library's own traffic with the daemon,
+ * which monitors and eavesdroppers do not see (dbus-daemon's clients
+ * have none): the daemon's Forwarded and PeerGone signals (@sender
+ * NULL), and the AddMatch and RemoveMatch of a client's peer watches,
+ * which it sends without asking for a reply.  (Its GetNameOwner about a
+ * watched peer looks like any other and is shown.)  A client that sends
+ * such an AddMatch itself hides only its own interest in PeerGone. */
+static dbus_bool_t
+is_library_traffic (DBusConnection *sender,
+                    DBusMessage    *message)
+{
+  const char *rule;
+
+  if (sender == NULL)
+    return dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "Forwarded") ||
+      dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "PeerGone");
+
+  if (!dbus_message_get_no_reply (message) ||
+      !dbus_message_has_destination (message, DBUS_SERVICE_DBUS) ||
+      !(dbus_message_is_method_call (message, DBUS_INTERFACE_DBUS, "AddMatch") ||
+        dbus_message_is_method_call (message, DBUS_INTERFACE_DBUS, "RemoveMatch")))
+    return FALSE;
+
+  return dbus_message_get_args (message, NULL, DBUS_TYPE_STRING, &rule,
+                                DBUS_TYPE_INVALID) &&
+    strncmp (rule, DBUS_AFBUS_PEER_GONE_RULE_PREFIX,
+             strlen (DBUS_AFBUS_PEER_GONE_RULE_PREFIX)) == 0;
+}
+
 /* A copy of an AF_BUS client's message, for the monitors and, when it
  * has a destination, the eavesdroppers.  Without memory they miss it. */
 static void
@@ -204,6 +233,8 @@ replay (BusAfbusTap *t,
     goto oom;
 
   sender = bus_afbus_owner (t->context, name);
+  if (sender != NULL && is_library_traffic (sender, message))
+    return;
   recipient = bus_afbus_owner (t->context,
                                dbus_message_get_destination (message));
 
@@ -671,15 +702,23 @@ bus_afbus_monitor_eavesdrop_from_tap (DBusConnection *sender,
 }
 
 /**
- * Whether the daemon captures a message from @p sender for monitors
- * (#FALSE: it reaches them from the kernel, being an AF_BUS client's).
- * When it does, what the kernel carried until now goes first.
+ * Whether the daemon captures @p message from @p sender for monitors
+ * (#FALSE: it reaches them from the kernel, being an AF_BUS client's,
+ * or it is the AF_BUS library's own traffic).  When it does, what the
+ * kernel carried until now goes first.
  */
 dbus_bool_t
 bus_afbus_monitor_before_capture (BusContext     *context,
-                                  DBusConnection *sender)
+                                  DBusConnection *sender,
+                                  DBusMessage    *message)
 {
-  if (tap == NULL || replaying)
+  if (replaying)
+    return TRUE;
+
+  if (sender == NULL && is_library_traffic (NULL, message))
+    return FALSE;
+
+  if (tap == NULL)
     return TRUE;
 
   if (sends_through_kernel (sender))
@@ -736,7 +775,8 @@ bus_afbus_monitor_drain (BusContext *context)
 
 dbus_bool_t
 bus_afbus_monitor_before_capture (BusContext     *context,
-                                  DBusConnection *sender)
+                                  DBusConnection *sender,
+                                  DBusMessage    *message)
 {
   return TRUE;
 }

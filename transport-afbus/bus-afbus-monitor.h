@@ -37,6 +37,7 @@ dbus_bool_t bus_afbus_monitor_eavesdrop_from_tap  (DBusConnection *sender,
                                                    DBusMessage    *message);
 void        bus_afbus_monitor_drain               (BusContext     *context);
 dbus_bool_t bus_afbus_monitor_before_capture      (BusContext     *context,
-                                                   DBusConnection *sender);
+                                                   DBusConnection *sender,
+                                                   DBusMessage    *message);
 
 #endif /* BUS_AFBUS_MONITOR_H */

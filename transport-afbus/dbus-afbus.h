@@ -56,6 +56,12 @@ DBUS_BEGIN_DECLS
 /** Interface of the AF_BUS-specific signals of the bus driver. */
 #define DBUS_INTERFACE_AFBUS         "org.freedesktop.DBus.AF_BUS"
 
+/** The match rule of a peer watch, less the peer's name and "'": a
+ * client's AddMatch and RemoveMatch of it are its library's own. */
+#define DBUS_AFBUS_PEER_GONE_RULE_PREFIX \
+  "type='signal',sender='" DBUS_SERVICE_DBUS "',path='" DBUS_PATH_DBUS "'," \
+  "interface='" DBUS_INTERFACE_AFBUS "',member='PeerGone',arg0='"
+
 /** Number of well-known names a client remembers (least recently used go). */
 #define DBUS_AFBUS_NAME_CACHE_SIZE   64
 

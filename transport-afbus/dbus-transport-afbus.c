@@ -710,9 +710,7 @@ send_message (DBusTransportAfbus *afbus_transport,
  * another's.
  */
 
-#define AFBUS_PEER_GONE_RULE \
-  "type='signal',sender='" DBUS_SERVICE_DBUS "',path='" DBUS_PATH_DBUS "'," \
-  "interface='" DBUS_INTERFACE_AFBUS "',member='PeerGone',arg0='%s'"
+#define AFBUS_PEER_GONE_RULE DBUS_AFBUS_PEER_GONE_RULE_PREFIX "%s'"
 
 /* Queues the driver method @method (s arg) for the daemon; returns its
  * serial, or 0 if no memory. */

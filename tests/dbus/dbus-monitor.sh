@@ -86,6 +86,10 @@ for t in all leg; do
 	c=$(first_line $f 'member=GetId$')
 	r=$(first_line $f "^   string \"$id\"\$")
 	check "$t: ... in that order" test -n "$c" -a -n "$r" -a "${c:-0}" -lt "${r:-0}"
+	# (echo_traffic's calls by name earn Forwarded signals, its
+	# direct calls peer watches)
+	expect_eq "$t: none of the AF_BUS library's own traffic (Forwarded, PeerGone, peer watch rules)" 0 \
+		"$(count_lines $f "interface=org\\.freedesktop\\.DBus\\.AF_BUS|member='PeerGone'")"
 	expect_eq "$t: 180 signals from 3 concurrent senders, in the order a subscriber got them" \
 		"$(grep '^com.example.O.Ping' /tmp/mn-sub.out | cut -d' ' -f2 | tr '\n' ' ')" \
 		"$(monitor_strings $f 'interface=com.example.O; member=Ping$' | tr '\n' ' ')"
