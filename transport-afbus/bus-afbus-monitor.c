@@ -186,10 +186,11 @@ sends_through_kernel (DBusConnection *sender)
 }
 
 /* Whether @message is the AF_BUS library's own traffic with the daemon,
- * which monitors and eavesdroppers do not see (dbus-daemon's clients
- * have none): the daemon's Forwarded and PeerGone signals (@sender
- * NULL), and the AddMatch and RemoveMatch of a client's peer watches,
- * which it sends without asking for a reply.  (Its GetNameOwner about a
+ * which monitors do not see (dbus-daemon's clients have none): the
+ * daemon's Forwarded and PeerGone signals (@sender NULL), and the
+ * AddMatch and RemoveMatch of a client's peer watches, which it sends
+ * without asking for a reply (these come from the tap, which then shows
+ * them to no eavesdropper either).  (Its GetNameOwner about a
  * watched peer looks like any other and is shown.)  A client that sends
  * such an AddMatch itself hides only its own interest in PeerGone. */
 static dbus_bool_t
