@@ -185,23 +185,26 @@ sends_through_kernel (DBusConnection *sender)
     bus_afbus_connection_is_afbus (sender);
 }
 
-/* Whether @message is the AF_BUS library's own traffic with the daemon,
- * which monitors do not see (dbus-daemon's clients have none): the
- * daemon's Forwarded and PeerGone signals (@sender NULL), and the
- * AddMatch and RemoveMatch of a client's peer watches, which it sends
- * without asking for a reply (these come from the tap, which then shows
- * them to no eavesdropper either).  (Its GetNameOwner about a
- * watched peer looks like any other and is shown.)  A client that sends
- * such an AddMatch itself hides only its own interest in PeerGone. */
+/* The AF_BUS library's own traffic with the daemon, which monitors do
+ * not see (dbus-daemon's clients have none).  (A client's GetNameOwner
+ * about a watched peer looks like any other and is shown.) */
+
+/* The daemon's Forwarded and PeerGone signals. */
 static dbus_bool_t
-is_library_traffic (DBusConnection *sender,
-                    DBusMessage    *message)
+is_daemon_afbus_signal (DBusMessage *message)
+{
+  return dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "Forwarded") ||
+    dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "PeerGone");
+}
+
+/* A client's AddMatch or RemoveMatch of a peer watch's rule, sent
+ * without asking for a reply; it comes from the tap, which then shows it
+ * to no eavesdropper either.  A client that sends one itself hides only
+ * its own interest in PeerGone. */
+static dbus_bool_t
+is_peer_watch_call (DBusMessage *message)
 {
   const char *rule;
-
-  if (sender == NULL)
-    return dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "Forwarded") ||
-      dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "PeerGone");
 
   if (!dbus_message_get_no_reply (message) ||
       !dbus_message_has_destination (message, DBUS_SERVICE_DBUS) ||
@@ -234,7 +237,7 @@ replay (BusAfbusTap *t,
     goto oom;
 
   sender = bus_afbus_owner (t->context, name);
-  if (sender != NULL && is_library_traffic (sender, message))
+  if (sender != NULL && is_peer_watch_call (message))
     return;
   recipient = bus_afbus_owner (t->context,
                                dbus_message_get_destination (message));
@@ -716,7 +719,7 @@ bus_afbus_monitor_before_capture (BusContext     *context,
   if (replaying)
     return TRUE;
 
-  if (sender == NULL && is_library_traffic (NULL, message))
+  if (sender == NULL && is_daemon_afbus_signal (message))
     return FALSE;
 
   if (tap == NULL)

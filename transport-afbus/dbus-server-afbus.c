@@ -559,22 +559,20 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
   return result;
 }
 
-/* Sets the SOL_BUS buffer option @p opt (what: "send" or "receive") of
- * the connections made from now on to @p bytes. */
+/* BUS_SET_RCVBUF: the receive buffer of the connections made from now
+ * on, @p bytes. */
 static dbus_bool_t
-set_buffer_size (DBusServerAfbus *afbus_server,
-                 int              opt,
-                 const char      *what,
-                 int              bytes,
-                 DBusError       *error)
+set_rcvbuf (DBusServerAfbus *afbus_server,
+            int              bytes,
+            DBusError       *error)
 {
-  if (setsockopt (afbus_server->fd.fd, SOL_BUS, opt, &bytes,
+  if (setsockopt (afbus_server->fd.fd, SOL_BUS, BUS_SET_RCVBUF, &bytes,
                   sizeof (bytes)) == 0)
     return TRUE;
 
   dbus_set_error (error, _dbus_error_from_errno (errno),
-                  "Failed to set the %s buffer of AF_BUS bus \"%s%s\" to %d bytes: %s",
-                  what, afbus_server->abstract ? "@" : "", afbus_server->path,
+                  "Failed to set the receive buffer of AF_BUS bus \"%s%s\" to %d bytes: %s",
+                  afbus_server->abstract ? "@" : "", afbus_server->path,
                   bytes, _dbus_strerror (errno));
   return FALSE;
 }
@@ -679,7 +677,6 @@ _dbus_server_afbus_set_limits (DBusServer *server,
                                DBusError  *error)
 {
   DBusServerAfbus *afbus_server = (DBusServerAfbus *) server;
-  DBusError rcvbuf_error = DBUS_ERROR_INIT;
   dbus_bool_t ok;
 
   if (server->vtable != &afbus_vtable)
@@ -693,17 +690,13 @@ _dbus_server_afbus_set_limits (DBusServer *server,
   if (max_queued_bytes > AFBUS_MAX_RCVBUF)
     max_queued_bytes = AFBUS_MAX_RCVBUF;
 
+  /* (only the first failure sets @p error) */
   ok = set_msg_max (afbus_server,
                     max_message_size > 0 ? (int) max_message_size : 1,
                     error);
-  if (!set_buffer_size (afbus_server, BUS_SET_RCVBUF, "receive",
-                        max_queued_bytes > 0 ? (int) max_queued_bytes : 1,
-                        ok ? error : &rcvbuf_error))
-    {
-      dbus_error_free (&rcvbuf_error);
-      ok = FALSE;
-    }
-  return ok;
+  return set_rcvbuf (afbus_server,
+                     max_queued_bytes > 0 ? (int) max_queued_bytes : 1,
+                     ok ? error : NULL) && ok;
 }
 
 /**

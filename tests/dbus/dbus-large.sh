@@ -38,6 +38,15 @@ nobody_bus() {
 	[ -S "$D/bus.sock" ] && [ -s "$D/bus.afbus" ] && [ -n "$BUS_PID" ]
 }
 
+# nobody_service: the echo service com.example.Echo as uid 65534 on $AF;
+# svc is its unique name.
+nobody_service() {
+	as_nobody /tmp/large-svc.out "DBUS_SESSION_BUS_ADDRESS=$AF exec afbus-echo-service com.example.Echo"
+	_pids="$_pids $!"
+	wait_ready /tmp/large-svc.out
+	svc=$(sed -n 's/^ready //p' /tmp/large-svc.out)
+}
+
 # nobody_run FILE ADDRESS COMMAND: COMMAND as uid 65534 on the bus at
 # ADDRESS, waited for; its output in FILE.
 nobody_run() {
@@ -66,10 +75,7 @@ too_large() {
 nobody_bus /tmp/large 16777216 || { not_ok "the daemon starts as uid 65534"; finish; }
 expect_match "the daemon runs as uid 65534" '^Uid:.65534.' \
 	"$(grep '^Uid:' "/proc/$BUS_PID/status" 2>&1)"
-as_nobody /tmp/large-svc.out "DBUS_SESSION_BUS_ADDRESS=$AF exec afbus-echo-service com.example.Echo"
-_pids="$_pids $!"
-wait_ready /tmp/large-svc.out
-svc=$(sed -n 's/^ready //p' /tmp/large-svc.out)
+nobody_service
 nobody_run /tmp/large-uid.out "$AF" "dbus-send --session --print-reply \
 	--dest=org.freedesktop.DBus / org.freedesktop.DBus.GetConnectionUnixUser \
 	string:$svc"
@@ -84,6 +90,8 @@ echo_calls "... from a legacy client, through the daemon's bridge" \
 	"$UX" "$svc" $((8 * MB))
 too_large "a message above max_message_size fails alone" \
 	"$AF" "$svc" $((17 * MB))
+echo_calls "... and another client's 8 MiB messages still go" \
+	"$UX" "$svc" $((8 * MB))
 # (A legacy client's message above max_message_size is dbus-daemon's
 # to refuse, as upstream does: it disconnects the client.)
 expect_eq "max_message_size within net.bus.msg_max: no warning" "" \
@@ -101,10 +109,7 @@ echo "$old" >/proc/sys/net/bus/msg_max
 expect_match "the daemon warns that the kernel holds messages to net.bus.msg_max" \
 	"max_message_size 16777216 is above the kernel's net.bus.msg_max: messages between AF_BUS clients of bus \".*\" are limited to 4194304 bytes" \
 	"$(cat "$D/bus.out")"
-as_nobody /tmp/large-svc.out "DBUS_SESSION_BUS_ADDRESS=$AF exec afbus-echo-service com.example.Echo"
-_pids="$_pids $!"
-wait_ready /tmp/large-svc.out
-svc=$(sed -n 's/^ready //p' /tmp/large-svc.out)
+nobody_service
 echo_calls "... 3 MiB messages go" "$AF" "$svc" $((3 * MB))
 too_large "... 5 MiB ones fail alone" "$AF" "$svc" $((5 * MB))
 kill $BUS_PID
