@@ -236,9 +236,11 @@ replay (BusAfbusTap *t,
       !dbus_message_set_sender (message, name))
     goto oom;
 
-  sender = bus_afbus_owner (t->context, name);
-  if (sender != NULL && is_peer_watch_call (message))
+  /* (Whether or not its sender is still on the bus: one that left
+   * before the daemon read its calls is no longer known here.) */
+  if (is_peer_watch_call (message))
     return;
+  sender = bus_afbus_owner (t->context, name);
   recipient = bus_afbus_owner (t->context,
                                dbus_message_get_destination (message));
 

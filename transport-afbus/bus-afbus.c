@@ -299,10 +299,21 @@ bus_afbus_check_listen (BusContext *context,
   return TRUE;
 }
 
+/* Marks the AF_BUS clients bus_afbus_join() let onto the bus (not the
+ * legacy ones; the data is the slot's address, never freed): they stay
+ * AF_BUS clients once their socket is closed, while the daemon handles
+ * what they sent before leaving.  Allocated once, for the daemon's
+ * life. */
+static dbus_int32_t joined_slot = -1;
+
 dbus_bool_t
 bus_afbus_connection_is_afbus (DBusConnection *connection)
 {
   int fd;
+
+  if (connection != NULL && joined_slot >= 0 &&
+      dbus_connection_get_data (connection, joined_slot) != NULL)
+    return TRUE;
 
   return bus_afbus_connection_fd (connection, &fd, NULL);
 }
@@ -339,6 +350,14 @@ bus_afbus_join (DBusConnection *connection,
 
   if (!bus_afbus_connection_fd (connection, &fd, NULL))
     return TRUE;
+
+  if (!bus_afbus_legacy_is_legacy (connection) &&
+      ((joined_slot < 0 && !dbus_connection_allocate_data_slot (&joined_slot)) ||
+       !dbus_connection_set_data (connection, joined_slot, &joined_slot, NULL)))
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
 
   /* Its peers' signals must be filtered by its match rules from the
    * moment it can receive them. */

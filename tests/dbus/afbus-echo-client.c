@@ -14,6 +14,10 @@
  * that its reply beat) before the next call; DELAY-MS -1 does none of
  * that.  SIZE makes every string SIZE bytes long.
  *
+ * Usage: afbus-echo-client --wait DEST COUNT
+ * As above (DELAY-MS -1), but once connected it prints "connected" and
+ * waits for a line on its standard input before the first call.
+ *
  * Usage: afbus-echo-client --fd DEST
  * Passes the read end of a pipe holding a known text to ReadFd and
  * checks that the service read that text from it.
@@ -122,7 +126,7 @@ int main(int argc, char **argv)
 {
 	DBusError error = DBUS_ERROR_INIT;
 	DBusConnection *c;
-	int i, count, delay, ok = 0, errors = 0;
+	int i, count, delay, ok = 0, errors = 0, wait_line = 0;
 	char owners[1024] = "", buf[64];
 
 	size_t size;
@@ -130,11 +134,19 @@ int main(int argc, char **argv)
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: afbus-echo-client DEST COUNT [DELAY-MS [SIZE]]\n"
+			"       afbus-echo-client --wait DEST COUNT\n"
 			"       afbus-echo-client --fd DEST\n");
 		return 2;
 	}
 	if (strcmp(argv[1], "--fd") == 0)
 		return pass_fd(argv[2]);
+	if (strcmp(argv[1], "--wait") == 0) {
+		if (argc != 4)
+			return 2;
+		wait_line = 1;
+		argv++;
+		argc--;
+	}
 	dest = argv[1];
 	count = atoi(argv[2]);
 	delay = argc > 3 ? atoi(argv[3]) : -1;
@@ -147,6 +159,14 @@ int main(int argc, char **argv)
 
 	c = connect_bus();
 	dbus_connection_add_filter(c, filter, NULL, NULL);
+	if (wait_line) {
+		char line[16];
+
+		printf("connected\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
 
 	for (i = 0; i < count; i++) {
 		char *reply, *who;

@@ -14,6 +14,15 @@ UX_PATH=/tmp/monitor-unix
 AF=afbus:path=$AF_PATH
 UX=unix:path=$UX_PATH
 
+# library_traffic FILE: how many lines of dbus-monitor's output FILE show
+# the AF_BUS library's own traffic (copied to standard error with the
+# line before each).
+library_traffic() {
+	_re="interface=org\\.freedesktop\\.DBus\\.AF_BUS|member='PeerGone'"
+	grep -E -B 1 -- "$_re" "$1" | sed "s|^|# $1: |" >&2
+	count_lines "$1" "$_re"
+}
+
 mixed_bus_config /tmp/monitor.conf $AF $UX
 
 native="env DBUS_SESSION_BUS_ADDRESS=$AF"
@@ -89,7 +98,7 @@ for t in all leg; do
 	# (echo_traffic's calls by name earn Forwarded signals, its
 	# direct calls peer watches)
 	expect_eq "$t: none of the AF_BUS library's own traffic (Forwarded, PeerGone, peer watch rules)" 0 \
-		"$(count_lines $f "interface=org\\.freedesktop\\.DBus\\.AF_BUS|member='PeerGone'")"
+		"$(library_traffic $f)"
 	expect_eq "$t: 180 signals from 3 concurrent senders, in the order a subscriber got them" \
 		"$(grep '^com.example.O.Ping' /tmp/mn-sub.out | cut -d' ' -f2 | tr '\n' ' ')" \
 		"$(monitor_strings $f 'interface=com.example.O; member=Ping$' | tr '\n' ' ')"
@@ -101,6 +110,31 @@ expect_eq "a monitor with rules sees the 31 Echo calls to the AF_BUS service" 31
 expect_eq "... the 7 com.example.M signals" 7 "$(count_lines $f 'interface=com.example.M; member=Ping$')"
 expect_eq "... and no reply, no other signal, no other call" 0 \
 	"$(count_lines $f '^(method return|error) |interface=com.example.O|member=GetId')"
+
+# A client gone before the daemon read its peer watch: the daemon stops
+# while the client calls the service directly (its library asks the
+# daemon to watch the service) and exits, so the tap's copies of its
+# calls come from a client the daemon no longer knows.
+n0=$(count_lines /tmp/mn-all.out "destination=$nsvc .*member=Echo\$")
+mkfifo /tmp/mn-wait.in
+$native afbus-echo-client --wait "$nsvc" 2 </tmp/mn-wait.in >/tmp/mn-wait.out 2>&1 &
+w_pid=$!
+exec 7>/tmp/mn-wait.in
+wait_for_line /tmp/mn-wait.out '^connected$'
+kill -STOP $BUS_PID
+echo go >&7
+exec 7>&-
+wait_exit $w_pid
+kill -CONT $BUS_PID
+expect_eq "a client calls directly and leaves while the daemon is stopped" \
+	"0 calls=2 ok=2 errors=0 forwarded=0 owners=" "$status $(tail -n 1 /tmp/mn-wait.out)"
+$native dbus-send --session --type=signal /ready com.example.Ready.End2
+for t in all leg; do
+	f=/tmp/mn-$t.out
+	wait_for_line $f 'member=End2$'
+	expect_eq "$t: then its 2 calls, and none of its library's traffic" "$((n0 + 2)) 0" \
+		"$(count_lines $f "destination=$nsvc .*member=Echo\$") $(library_traffic $f)"
+done
 
 # The monitors leave (and the subscriber): so does the daemon's
 # eavesdropper.
