@@ -11,6 +11,7 @@
  */
 #include "af_bus_test.h"
 
+#include <sched.h>
 #include <sys/wait.h>
 
 /* setsockopt(fd, SOL_BUS, opt, &val, sizeof(int)) */
@@ -798,6 +799,74 @@ TEST_F(limits, msg_max_held_to_the_sysctl_without_cap)
 	ASSERT_EQ(EINVAL, write_msg_max_sysctl("-1"));
 	ASSERT_EQ(1 << 20, read_msg_max_sysctl(_metadata));
 	ASSERT_EQ(0, write_msg_max_sysctl("134217728"));
+}
+
+/* What msg_max_held_in_a_user_namespace()'s child found: 0, or the step
+ * that went wrong.
+ */
+enum userns_step {
+	USERNS_OK,
+	USERNS_UNSHARE,		/* unshare(CLONE_NEWUSER | CLONE_NEWNET) */
+	USERNS_WRITABLE,	/* the sysctl opened for writing */
+	USERNS_VALUE,		/* the sysctl not the initial namespace's */
+	USERNS_MASTER,		/* no master on an abstract name */
+	USERNS_ABOVE,		/* past the sysctl: not EPERM */
+	USERNS_WITHIN,		/* within it: refused */
+};
+
+static int userns_child(long expect)
+{
+	struct bus_name bus = bus_name_abstract();
+	char buf[32] = "";
+	int fd, val;
+
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNET))
+		return USERNS_UNSHARE;
+	/* root of its own user and network namespaces, all capabilities
+	 * there: still not the memory's owner
+	 */
+	fd = open(MSG_MAX_SYSCTL, O_WRONLY);
+	if (fd >= 0 || errno != EACCES)
+		return USERNS_WRITABLE;
+	fd = open(MSG_MAX_SYSCTL, O_RDONLY);
+	if (fd < 0 || read(fd, buf, sizeof(buf) - 1) <= 0 ||
+	    atol(buf) != expect)
+		return USERNS_VALUE;
+	close(fd);
+	fd = socket(AF_BUS, SOCK_SEQPACKET, BUS_PROTO_NONE);
+	if (fd < 0 || bus_bind_name(fd, &bus) || listen(fd, 1))
+		return USERNS_MASTER;
+	val = expect + 1;
+	if (!setsockopt(fd, SOL_BUS, BUS_SET_MSG_MAX, &val, sizeof(val)) ||
+	    errno != EPERM)
+		return USERNS_ABOVE;
+	val = expect;
+	if (setsockopt(fd, SOL_BUS, BUS_SET_MSG_MAX, &val, sizeof(val)))
+		return USERNS_WITHIN;
+	return USERNS_OK;
+}
+
+/* A user namespace's root owns a network namespace of its own, but not
+ * the memory net.bus.msg_max bounds: there the sysctl starts with the
+ * initial namespace's value and is read-only, and a master past it gets
+ * EPERM as one without CAP_NET_ADMIN does.
+ */
+TEST(msg_max_held_in_a_user_namespace)
+{
+	int status;
+	pid_t pid;
+
+	ASSERT_EQ(0, write_msg_max_sysctl("2097152"));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(userns_child(2 << 20));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, write_msg_max_sysctl("134217728"));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(USERNS_OK, WEXITSTATUS(status))
+		TH_LOG("the child failed at step %d (enum userns_step)",
+		       WEXITSTATUS(status));
 }
 
 TEST_F(limits, msg_max_bad_values_and_callers)
