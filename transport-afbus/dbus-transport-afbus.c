@@ -77,7 +77,8 @@ typedef struct DBusTransportAfbus DBusTransportAfbus;
  * A message to a client whose queue is full (sendmsg() fails with
  * EAGAIN) waits in the connection's outgoing queue, with the later
  * messages to that client behind it, while later messages to other
- * clients' unique addresses go on (do_writing()): one client that does
+ * clients' unique addresses and calls to the bus driver go on
+ * (do_writing()): one client that does
  * not read holds up only what is sent to it, as dbus-daemon holds a
  * message for a slow client in that client's own queue.  Up to this
  * many full clients per pass; one more, or a message that could reach
@@ -1050,6 +1051,17 @@ handle_internal (DBusTransportAfbus *afbus_transport,
   return TRUE;
 }
 
+/* Is @message a call to the bus driver (org.freedesktop.DBus, or no
+ * destination), which the daemon answers itself? */
+static dbus_bool_t
+is_driver_call (DBusMessage *message)
+{
+  const char *dest = dbus_message_get_destination (message);
+
+  return dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
+    (dest == NULL || strcmp (dest, DBUS_SERVICE_DBUS) == 0);
+}
+
 /* returns false on oom */
 static dbus_bool_t
 do_writing (DBusTransport *transport)
@@ -1120,12 +1132,16 @@ do_writing (DBusTransport *transport)
         }
 
       /* Once a recipient was full in this pass, only a message to
-       * another client's unique address may pass the messages that
-       * wait: it cannot reach a full recipient before what waits for
-       * it.  A message to a full recipient waits behind the ones before
-       * it; anything else (the daemon, a name's address, a signal,
-       * which may reach any client) stops the pass. */
-      if (n_full > 0)
+       * another client's unique address, or a call to the bus driver,
+       * may pass the messages that wait: neither can reach a full
+       * recipient before what waits for it.  (A service that asks the
+       * daemon about a caller before answering it, as system services
+       * do, goes on answering the others.)  A message to a full
+       * recipient waits behind the ones before it; anything else (a
+       * message the daemon forwards, a name's address, a signal, which
+       * may reach any client) stops the pass. */
+      if (n_full > 0 && !(!afbus_transport->relay && !transport->is_server &&
+                          is_driver_call (message)))
         {
           if (!addressed || !AFBUS_IS_CLIENT_UNICAST (dest))
             return TRUE;

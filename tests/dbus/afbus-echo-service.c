@@ -7,6 +7,8 @@
  *   Big (u n) -> s         a string of n bytes ('x'), at most 1 MiB
  *   Fail ()                the error com.example.Echo.Error.Failed
  *   Whoami () -> s         its own unique name
+ *   CallerUid () -> s      "uid N": the caller's uid, which it first
+ *                          asks the daemon (GetConnectionUnixUser)
  *   ReadFd (h) -> s        what it reads from the file descriptor
  *   Hang ()                never replies
  *   Stall (u ms) -> s      sleeps ms milliseconds, or until SIGUSR1,
@@ -143,6 +145,19 @@ int main(int argc, char **argv)
 				fflush(stdout);
 			} else if (dbus_message_is_method_call(m, IFACE, "Whoami")) {
 				reply_string(c, m, dbus_bus_get_unique_name(c));
+			} else if (dbus_message_is_method_call(m, IFACE, "CallerUid")) {
+				unsigned long uid;
+				char buf[32];
+
+				uid = dbus_bus_get_unix_user(c, dbus_message_get_sender(m),
+							     &error);
+				if (dbus_error_is_set(&error)) {
+					snprintf(buf, sizeof(buf), "error");
+					dbus_error_free(&error);
+				} else {
+					snprintf(buf, sizeof(buf), "uid %lu", uid);
+				}
+				reply_string(c, m, buf);
 			} else if (dbus_message_is_method_call(m, IFACE, "Fail")) {
 				DBusMessage *r = dbus_message_new_error(m, IFACE ".Error.Failed",
 									"failing as asked");

@@ -6,8 +6,10 @@
 # order, in its outgoing queue until it reads, and answers its other
 # callers meanwhile (do_writing() in dbus-transport-afbus.c, dbus/0021),
 # as dbus-daemon keeps what waits for a slow client in that client's own
-# queue.  Before, the service's one outgoing queue stopped at the first
-# reply the kernel could not take, and every caller waited with it.
+# queue.  Its calls to the daemon go on too (a system service asks the
+# daemon about each caller before answering).  Before, the service's
+# one outgoing queue stopped at the first reply the kernel could not
+# take, and every caller waited with it.
 # The slow caller, unprivileged (uid 65534, as whom the bus lets anybody
 # connect), is first a native client, then a legacy one, whose replies
 # wait, once its unix socket and the daemon's bridge (C1) are full, in
@@ -41,6 +43,9 @@ slow() {
 	expect_match "... another client's calls are answered meanwhile" \
 		'^calls=10 ok=10 errors=0 ' "$(timeout 60 afbus-echo-client "$svc" 10 2>&1)"
 	expect_answered_meanwhile "... and by the service's name" com.example.Echo
+	expect_match "... and a call the service answers once it asked the daemon who called" \
+		'string "uid 0"' "$(timeout 20 dbus-send --session --print-reply \
+			--dest="$svc" / com.example.Echo.CallerUid 2>&1)"
 	check "... all while the slow caller has not read" \
 		sh -c "kill -0 $_slow && ! grep -q '^replies=' /tmp/sc-slow.out"
 	kill -USR1 "$_pid"
