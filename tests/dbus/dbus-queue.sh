@@ -25,11 +25,6 @@ wait_line() {
 	done
 }
 
-# utime + stime of process $1, in clock ticks (1/100 s).
-cpu_ticks() {
-	awk '{ print $14 + $15 }' "/proc/$1/stat"
-}
-
 # 1500 calls (the queue holds 1024) to a service that does not read
 # until SIGUSR1 (60 s at most): the client blocks in
 # dbus_connection_flush().  Its CPU time is read from /proc over 1.5 s

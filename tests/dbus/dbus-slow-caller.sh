@@ -26,6 +26,7 @@ legacy="env DBUS_SESSION_BUS_ADDRESS=$UX"
 bg sh -c 'afbus-echo-service com.example.Echo >/tmp/sc-svc.out 2>&1'
 check "the service gets its name" wait_for_name com.example.Echo
 svc=$(sed -n 's/^ready //p' /tmp/sc-svc.out)
+svc_pid=$(pidof afbus-echo-service)
 
 # slow CASE ADDRESS: a caller as uid 65534 on ADDRESS makes 40 calls
 # whose replies are 64 KiB each (2.5 MiB, ten times what its receive
@@ -46,6 +47,13 @@ slow() {
 	expect_match "... and a call the service answers once it asked the daemon who called" \
 		'string "uid 0"' "$(timeout 20 dbus-send --session --print-reply \
 			--dest="$svc" / com.example.Echo.CallerUid 2>&1)"
+	# (Not a performance assert: a service that spins on POLLOUT burns
+	# all of the 1.5 s, 150 ticks; one that sleeps next to nothing.)
+	_t0=$(cpu_ticks $svc_pid)
+	sleep 1.5
+	_t1=$(cpu_ticks $svc_pid)
+	check "... the service sleeps while nobody else calls ($((_t1 - _t0)) ticks of CPU in 1.5 s)" \
+		test $((_t1 - _t0)) -lt 30
 	check "... all while the slow caller has not read" \
 		sh -c "kill -0 $_slow && ! grep -q '^replies=' /tmp/sc-slow.out"
 	kill -USR1 "$_pid"

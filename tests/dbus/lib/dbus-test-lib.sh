@@ -339,6 +339,11 @@ bus_client_sockets() {
 	done
 }
 
+# cpu_ticks PID: utime + stime of process PID, in clock ticks (1/100 s).
+cpu_ticks() {
+	awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
 # as_nobody FILE COMMAND: run the shell COMMAND as uid 65534 (a hostile
 # unprivileged client), in the background, its output in FILE (made
 # anew, writable by it); $! is the process of su.
