@@ -78,12 +78,12 @@ typedef struct DBusTransportAfbus DBusTransportAfbus;
  * EAGAIN) waits in the connection's outgoing queue, with the later
  * messages to that client behind it, while later messages to other
  * clients' unique addresses and calls to the bus driver go on
- * (do_writing()): one client that does
- * not read holds up only what is sent to it, as dbus-daemon holds a
- * message for a slow client in that client's own queue.  Up to this
- * many full clients per pass; one more, or a message that could reach
- * a full client another way (through the daemon, a name's address, a
- * signal), and the pass waits as a whole.
+ * (do_writing()): one client that does not read holds up only what is
+ * sent to it, as dbus-daemon holds a message for a slow client in that
+ * client's own queue.  Up to this many full clients per pass; one
+ * more, or a message that could reach a full client another way (one
+ * the daemon forwards, a name's address, a signal), and the pass waits
+ * as a whole.
  */
 #define AFBUS_MAX_FULL_PEERS 16
 
@@ -1067,6 +1067,9 @@ static dbus_bool_t
 do_writing (DBusTransport *transport)
 {
   DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+  /* A bus client, which routes its own messages (not the daemon's side
+   * of a connection, nor a relay). */
+  dbus_bool_t routes = !afbus_transport->relay && !transport->is_server;
   dbus_uint64_t full[AFBUS_MAX_FULL_PEERS];
   unsigned int n_full = 0, i;
   DBusList *link, *next;
@@ -1096,8 +1099,7 @@ do_writing (DBusTransport *transport)
       dbus_message_lock (message);
 
 #ifdef HAVE_UNIX_FD_PASSING
-      if (!afbus_transport->relay && !transport->is_server &&
-          DBUS_TRANSPORT_CAN_SEND_UNIX_FD (transport))
+      if (routes && DBUS_TRANSPORT_CAN_SEND_UNIX_FD (transport))
         {
           const int *unix_fds;
           unsigned int n_fds;
@@ -1125,7 +1127,7 @@ do_writing (DBusTransport *transport)
           addressed = !transport->is_server &&
             _dbus_afbus_message_get_addr (message, &dest);
         }
-      else if (!transport->is_server)
+      else if (routes)
         {
           dest = route_message (afbus_transport, message, &well_known);
           addressed = (dest != DBUS_AFBUS_MASTER);
@@ -1140,8 +1142,7 @@ do_writing (DBusTransport *transport)
        * recipient waits behind the ones before it; anything else (a
        * message the daemon forwards, a name's address, a signal, which
        * may reach any client) stops the pass. */
-      if (n_full > 0 && !(!afbus_transport->relay && !transport->is_server &&
-                          is_driver_call (message)))
+      if (n_full > 0 && !(routes && is_driver_call (message)))
         {
           if (!addressed || !AFBUS_IS_CLIENT_UNICAST (dest))
             return TRUE;
@@ -1151,8 +1152,7 @@ do_writing (DBusTransport *transport)
             continue;
         }
 
-      if (!afbus_transport->relay && !transport->is_server &&
-          !set_own_sender (afbus_transport, message))
+      if (routes && !set_own_sender (afbus_transport, message))
         return FALSE;
 
       bytes = send_message (afbus_transport, message, addressed, dest);
