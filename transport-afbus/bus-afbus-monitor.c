@@ -186,8 +186,7 @@ sends_through_kernel (DBusConnection *sender)
 }
 
 /* The AF_BUS library's own traffic with the daemon, which monitors do
- * not see (dbus-daemon's clients have none).  (A client's GetNameOwner
- * about a watched peer looks like any other and is shown.) */
+ * not see (dbus-daemon's clients have none). */
 
 /* The daemon's Forwarded and PeerGone signals. */
 static dbus_bool_t
@@ -197,25 +196,15 @@ is_daemon_afbus_signal (DBusMessage *message)
     dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "PeerGone");
 }
 
-/* A client's AddMatch or RemoveMatch of a peer watch's rule, sent
- * without asking for a reply; it comes from the tap, which then shows it
- * to no eavesdropper either.  A client that sends one itself hides only
- * its own interest in PeerGone. */
+/* A client's WatchPeer or UnwatchPeer (bus-afbus-peers.c), or any other
+ * call to the driver on org.freedesktop.DBus.AF_BUS; it comes from the
+ * tap, which then shows it to no eavesdropper either. */
 static dbus_bool_t
 is_peer_watch_call (DBusMessage *message)
 {
-  const char *rule;
-
-  if (!dbus_message_get_no_reply (message) ||
-      !dbus_message_has_destination (message, DBUS_SERVICE_DBUS) ||
-      !(dbus_message_is_method_call (message, DBUS_INTERFACE_DBUS, "AddMatch") ||
-        dbus_message_is_method_call (message, DBUS_INTERFACE_DBUS, "RemoveMatch")))
-    return FALSE;
-
-  return dbus_message_get_args (message, NULL, DBUS_TYPE_STRING, &rule,
-                                DBUS_TYPE_INVALID) &&
-    strncmp (rule, DBUS_AFBUS_PEER_GONE_RULE_PREFIX,
-             strlen (DBUS_AFBUS_PEER_GONE_RULE_PREFIX)) == 0;
+  return dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
+    dbus_message_has_interface (message, DBUS_INTERFACE_AFBUS) &&
+    dbus_message_has_destination (message, DBUS_SERVICE_DBUS);
 }
 
 /* A copy of an AF_BUS client's message, for the monitors and, when it

@@ -20,6 +20,7 @@
 #include "bus-afbus.h"
 #include "bus-afbus-legacy.h"
 #include "bus-afbus-match.h"
+#include "bus-afbus-peers.h"
 #include "bus-afbus-policy.h"
 
 #include <errno.h>
@@ -31,7 +32,6 @@
 #include <dbus/dbus-server-afbus.h>
 
 #include "bus.h"
-#include "dispatch.h"
 #include "services.h"
 #include "utils.h"
 
@@ -75,12 +75,12 @@
  *
  * - When an AF_BUS client leaves, the signal
  *   org.freedesktop.DBus.AF_BUS.PeerGone (s unique-name) goes to the
- *   connections whose match rules ask for it: the client library of a
- *   peer that called it directly, through the kernel, answers its calls
- *   still waiting for a reply with NoReply, as the daemon answers the
- *   calls it forwarded.  So does PeerGone (s well-known-name) for each
- *   name it owned, sent before its unique name's, for the calls made
- *   to the name's address.
+ *   connections that watch it (bus-afbus-peers.c): the client library of
+ *   a peer that called it directly, through the kernel, answers its
+ *   calls still waiting for a reply with NoReply, as the daemon answers
+ *   the calls it forwarded.  So does PeerGone (s well-known-name) for
+ *   each name it owned, sent before its unique name's, for the calls
+ *   made to the name's address.
  */
 
 /* The connection that owns the unique or well-known name @name, if any. */
@@ -529,34 +529,6 @@ set_addr (DBusConnection *connection,
   return TRUE;
 }
 
-/* PeerGone (name) to the connections whose match rules want it. */
-static dbus_bool_t
-send_peer_gone (BusTransaction *transaction,
-                const char     *name,
-                DBusError      *error)
-{
-  DBusMessage *message;
-  dbus_bool_t ok;
-
-  message = dbus_message_new_signal (DBUS_PATH_DBUS, DBUS_INTERFACE_AFBUS,
-                                     "PeerGone");
-  if (message == NULL ||
-      !dbus_message_set_sender (message, DBUS_SERVICE_DBUS) ||
-      !dbus_message_append_args (message, DBUS_TYPE_STRING, &name,
-                                 DBUS_TYPE_INVALID) ||
-      !bus_transaction_capture (transaction, NULL, NULL, message))
-    {
-      if (message != NULL)
-        dbus_message_unref (message);
-      BUS_SET_OOM (error);
-      return FALSE;
-    }
-
-  ok = bus_dispatch_matches (transaction, NULL, NULL, message, error);
-  dbus_message_unref (message);
-  return ok;
-}
-
 typedef struct
 {
   DBusConnection *removed_from;   /**< the address was taken from it */
@@ -634,7 +606,7 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
     {
       if ((new_owner == NULL || new_owner[0] == '\0') &&
           _dbus_afbus_addr_from_unique_name (name, &addr))
-        return send_peer_gone (transaction, name, error);
+        return bus_afbus_peers_gone (transaction, name, error);
       return TRUE;
     }
 
@@ -650,7 +622,7 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
    * that AF_BUS clients may have called it directly.) */
   if (old_conn != NULL && !dbus_connection_get_is_connected (old_conn) &&
       bus_afbus_name_addr (name, &addr) &&
-      !send_peer_gone (transaction, name, error))
+      !bus_afbus_peers_gone (transaction, name, error))
     return FALSE;
 
   if (!bus_afbus_connection_is_afbus (new_conn))

@@ -539,7 +539,6 @@ typedef struct
   char *name;                   /**< for a well-known name's address, the
                                  *   name; else NULL */
   DBusList *serials;            /**< our calls to it still waiting for a reply */
-  dbus_uint32_t check_serial;   /**< our GetNameOwner about it, 0 if answered */
   unsigned long last_use;       /**< LRU clock at the last call */
 } DBusAfbusPeer;
 
@@ -549,10 +548,10 @@ typedef struct
  * The daemon does not see such calls, so it cannot answer them with
  * NoReply when the callee disconnects, as it answers calls it forwarded.
  * Instead the client watches each peer it has called: it asks the
- * daemon for the signal org.freedesktop.DBus.AF_BUS.PeerGone (s name)
- * with a match rule on the peer's name, and checks with GetNameOwner
- * that the peer was still there once the rule was in place.  When the
- * peer is gone, every call to it still waiting for its reply gets a
+ * daemon with org.freedesktop.DBus.AF_BUS.WatchPeer (s name) for the
+ * signal PeerGone (s name), which the daemon sends when the peer
+ * leaves, or at once if it had left before the watch was in place
+ * (bus-afbus-peers.c in the daemon).  When the peer is gone, every call to it still waiting for its reply gets a
  * NoReply error from the library, as the daemon would send it.
  *
  * Replies from the peer come before PeerGone: the peer sent them before
@@ -647,7 +646,7 @@ _dbus_afbus_peers_call_sent (DBusAfbusPeers *peers,
               victim = p;
               break;
             }
-          if (p->serials == NULL && p->check_serial == 0 &&
+          if (p->serials == NULL &&
               (victim == NULL || p->last_use < victim->last_use))
             victim = p;
         }
@@ -668,7 +667,6 @@ _dbus_afbus_peers_call_sent (DBusAfbusPeers *peers,
       e = victim;
       e->addr = addr;
       e->name = copy;
-      e->check_serial = 0;
     }
 
   e->last_use = ++peers->clock;
@@ -677,48 +675,6 @@ _dbus_afbus_peers_call_sent (DBusAfbusPeers *peers,
     return FALSE;
 
   return TRUE;
-}
-
-/** Records the serial of the GetNameOwner that checks @p addr is there. */
-void
-_dbus_afbus_peers_set_check_serial (DBusAfbusPeers *peers,
-                                    dbus_uint64_t   addr,
-                                    dbus_uint32_t   serial)
-{
-  DBusAfbusPeer *e = peers_find (peers, addr);
-
-  if (e != NULL)
-    e->check_serial = serial;
-}
-
-/**
- * Finds the peer that the GetNameOwner of serial @p serial was about.
- *
- * @returns #TRUE with @p addr set if @p serial was such a check
- */
-dbus_bool_t
-_dbus_afbus_peers_take_check_serial (DBusAfbusPeers *peers,
-                                     dbus_uint32_t   serial,
-                                     dbus_uint64_t  *addr)
-{
-  int i;
-
-  if (serial == 0)
-    return FALSE;
-
-  for (i = 0; i < DBUS_AFBUS_PEER_WATCH_SIZE; i++)
-    {
-      DBusAfbusPeer *e = &peers->entries[i];
-
-      if (e->addr != 0 && e->check_serial == serial)
-        {
-          e->check_serial = 0;
-          *addr = e->addr;
-          return TRUE;
-        }
-    }
-
-  return FALSE;
 }
 
 /**
@@ -797,7 +753,6 @@ _dbus_afbus_peers_gone (DBusAfbusPeers  *peers,
   e->name = NULL;
   e->serials = NULL;
   e->addr = 0;
-  e->check_serial = 0;
   e->last_use = 0;
   return TRUE;
 }

@@ -53,19 +53,14 @@ DBUS_BEGIN_DECLS
 /** Multicast to every client of prefix @p p. */
 #define DBUS_AFBUS_MULTICAST(p)      (((dbus_uint64_t) (p) << BUS_PREFIX_SHIFT) | BUS_CLIENT_MASK)
 
-/** Interface of the AF_BUS-specific signals of the bus driver. */
+/** Interface of the AF_BUS-specific methods and signals of the bus driver. */
 #define DBUS_INTERFACE_AFBUS         "org.freedesktop.DBus.AF_BUS"
-
-/** The match rule of a peer watch, less the peer's name and "'": a
- * client's AddMatch and RemoveMatch of it are its library's own. */
-#define DBUS_AFBUS_PEER_GONE_RULE_PREFIX \
-  "type='signal',sender='" DBUS_SERVICE_DBUS "',path='" DBUS_PATH_DBUS "'," \
-  "interface='" DBUS_INTERFACE_AFBUS "',member='PeerGone',arg0='"
 
 /** Number of well-known names a client remembers (least recently used go). */
 #define DBUS_AFBUS_NAME_CACHE_SIZE   64
 
-/** Number of peers a client watches for its direct calls (idle ones go). */
+/** Number of peers a client watches for its direct calls (idle ones go),
+ * and the most the daemon lets one connection watch. */
 #define DBUS_AFBUS_PEER_WATCH_SIZE   64
 
 DBUS_PRIVATE_EXPORT
@@ -144,12 +139,6 @@ dbus_bool_t   _dbus_afbus_peers_call_sent       (DBusAfbusPeers     *peers,
                                                  dbus_bool_t        *watch,
                                                  dbus_uint64_t      *unwatch,
                                                  char              **unwatch_name);
-void          _dbus_afbus_peers_set_check_serial (DBusAfbusPeers    *peers,
-                                                 dbus_uint64_t       addr,
-                                                 dbus_uint32_t       serial);
-dbus_bool_t   _dbus_afbus_peers_take_check_serial (DBusAfbusPeers   *peers,
-                                                 dbus_uint32_t       serial,
-                                                 dbus_uint64_t      *addr);
 void          _dbus_afbus_peers_reply_received  (DBusAfbusPeers     *peers,
                                                  dbus_uint64_t       addr,
                                                  dbus_uint32_t       reply_serial);

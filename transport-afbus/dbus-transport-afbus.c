@@ -711,28 +711,26 @@ send_message (DBusTransportAfbus *afbus_transport,
  * another's.
  */
 
-#define AFBUS_PEER_GONE_RULE DBUS_AFBUS_PEER_GONE_RULE_PREFIX "%s'"
-
-/* Queues the driver method @method (s arg) for the daemon; returns its
- * serial, or 0 if no memory. */
+/* Queues the driver method org.freedesktop.DBus.AF_BUS.@method (s arg)
+ * for the daemon, asking for no reply; returns its serial, or 0 if no
+ * memory. */
 static dbus_uint32_t
 queue_internal_call (DBusTransportAfbus *afbus_transport,
                      const char         *method,
-                     const char         *arg,
-                     dbus_bool_t         no_reply)
+                     const char         *arg)
 {
   DBusTransport *transport = (DBusTransport *) afbus_transport;
   DBusMessage *message;
   dbus_uint32_t serial;
 
   message = dbus_message_new_method_call (DBUS_SERVICE_DBUS, DBUS_PATH_DBUS,
-                                          DBUS_INTERFACE_DBUS, method);
+                                          DBUS_INTERFACE_AFBUS, method);
   if (message == NULL)
     return 0;
 
   serial = _dbus_connection_get_next_client_serial (transport->connection);
   dbus_message_set_serial (message, serial);
-  dbus_message_set_no_reply (message, no_reply);
+  dbus_message_set_no_reply (message, TRUE);
 
   if (!dbus_message_append_args (message, DBUS_TYPE_STRING, &arg,
                                  DBUS_TYPE_INVALID) ||
@@ -753,60 +751,29 @@ queue_internal_call (DBusTransportAfbus *afbus_transport,
 /* Asks the daemon for PeerGone about @addr (@add) or no longer (!@add):
  * a client's unique address, or the address of the well-known name
  * @well_known (NULL for a unique address), about which the daemon sends
- * PeerGone (name) when an owner of the name leaves the bus.  FALSE if
- * no memory. */
+ * PeerGone (name) when an owner of the name leaves the bus, and at once
+ * when the name has no owner as it starts the watch (the peer left
+ * before).  FALSE if no memory. */
 static dbus_bool_t
 watch_peer (DBusTransportAfbus *afbus_transport,
             dbus_uint64_t       addr,
             const char         *well_known,
             dbus_bool_t         add)
 {
-  DBusString name, rule;
+  DBusString name;
   dbus_bool_t ok = FALSE;
 
   if (!_dbus_string_init (&name))
     return FALSE;
-  if (!_dbus_string_init (&rule))
-    {
-      _dbus_string_free (&name);
-      return FALSE;
-    }
 
-  if ((well_known != NULL ? !_dbus_string_append (&name, well_known) :
-       !_dbus_afbus_unique_name_from_addr (addr, &name)) ||
-      !_dbus_string_append_printf (&rule, AFBUS_PEER_GONE_RULE,
-                                   _dbus_string_get_const_data (&name)))
-    goto out;
-
-  if (!add)
-    {
-      ok = queue_internal_call (afbus_transport, "RemoveMatch",
-                                _dbus_string_get_const_data (&rule), TRUE) != 0;
-    }
-  else
-    {
-      dbus_uint32_t check;
-
-      /* The peer may have left before the rule is in place: the daemon
-       * handles the two calls in order, so GetNameOwner tells. */
-      if (queue_internal_call (afbus_transport, "AddMatch",
-                               _dbus_string_get_const_data (&rule), TRUE) == 0)
-        goto out;
-
-      check = queue_internal_call (afbus_transport, "GetNameOwner",
-                                   _dbus_string_get_const_data (&name), FALSE);
-      if (check == 0)
-        goto out;
-
-      _dbus_afbus_peers_set_check_serial (afbus_transport->peers, addr, check);
-      ok = TRUE;
-    }
+  if (well_known != NULL ? _dbus_string_append (&name, well_known) :
+      _dbus_afbus_unique_name_from_addr (addr, &name))
+    ok = queue_internal_call (afbus_transport,
+                              add ? "WatchPeer" : "UnwatchPeer",
+                              _dbus_string_get_const_data (&name)) != 0;
 
   _dbus_verbose ("AF_BUS: %s watching %s\n", add ? "start" : "stop",
                  _dbus_string_get_const_data (&name));
-
- out:
-  _dbus_string_free (&rule);
   _dbus_string_free (&name);
   return ok;
 }
@@ -1027,16 +994,6 @@ handle_internal (DBusTransportAfbus *afbus_transport,
 
   if (reply_serial == 0)
     return TRUE;
-
-  if (_dbus_afbus_peers_take_check_serial (afbus_transport->peers,
-                                           reply_serial, &addr))
-    {
-      *eaten = TRUE;
-      /* GetNameOwner: no owner means the peer left before the rule. */
-      if (dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_ERROR)
-        return peer_gone (afbus_transport, addr);
-      return TRUE;
-    }
 
   for (i = 0; i < _DBUS_N_ELEMENTS (afbus_transport->internal_serials); i++)
     if (afbus_transport->internal_serials[i] == reply_serial)
@@ -1291,7 +1248,7 @@ handle_forwarded (DBusTransportAfbus *afbus_transport,
         (callee_addr >> BUS_PREFIX_SHIFT) == 0)
       {
         watch_call (afbus_transport, callee_addr, NULL, serial);
-        /* The watch's AddMatch and GetNameOwner now, not with our next
+        /* The watch's WatchPeer now, not with our next
          * message (the application may be blocked waiting for this
          * call's reply); a full socket: the write watch. */
         write_internal (afbus_transport);

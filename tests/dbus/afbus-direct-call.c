@@ -4,7 +4,7 @@
  * kernel) and reports how the call ended, for the AF_BUS tests of
  * NoReply when the callee dies mid-call.
  *
- * Usage: afbus-direct-call DEST METHOD TIMEOUT-MS [--match]
+ * Usage: afbus-direct-call DEST METHOD TIMEOUT-MS [--match] [--wait]
  * Calls com.example.Echo.METHOD on DEST with dbus_connection_send_with_
  * reply_and_block() and prints
  *   "reply" or "error NAME: MESSAGE"
@@ -14,6 +14,8 @@
  * org.freedesktop.DBus.AF_BUS.PeerGone signals the application received
  * in the second after the call.  With --match the application
  * first adds its own match rule for NameOwnerChanged with arg0=DEST.
+ * With --wait it prints "connected" once it is on the bus (and has its
+ * rule), and makes the call when it reads a line on standard input.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,12 +56,17 @@ int main(int argc, char **argv)
 	DBusMessage *m, *r;
 	long start, end;
 	char rule[512];
+	int i, match = 0, wait = 0;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: afbus-direct-call DEST METHOD TIMEOUT-MS [--match]\n");
+		fprintf(stderr, "usage: afbus-direct-call DEST METHOD TIMEOUT-MS [--match] [--wait]\n");
 		return 2;
 	}
 	dest = argv[1];
+	for (i = 4; i < argc; i++) {
+		match |= strcmp(argv[i], "--match") == 0;
+		wait |= strcmp(argv[i], "--wait") == 0;
+	}
 
 	c = dbus_bus_get_private(DBUS_BUS_SESSION, &error);
 	if (!c) {
@@ -69,7 +76,7 @@ int main(int argc, char **argv)
 	dbus_connection_set_exit_on_disconnect(c, FALSE);
 	dbus_connection_add_filter(c, filter, NULL, NULL);
 
-	if (argc > 4 && strcmp(argv[4], "--match") == 0) {
+	if (match) {
 		snprintf(rule, sizeof(rule),
 			 "type='signal',interface='org.freedesktop.DBus',"
 			 "member='NameOwnerChanged',arg0='%s'", dest);
@@ -78,6 +85,13 @@ int main(int argc, char **argv)
 			fprintf(stderr, "AddMatch: %s\n", error.message);
 			return 1;
 		}
+	}
+
+	if (wait) {
+		printf("connected\n");
+		fflush(stdout);
+		if (!fgets(rule, sizeof(rule), stdin))
+			return 1;
 	}
 
 	m = dbus_message_new_method_call(dest, "/", "com.example.Echo", argv[2]);

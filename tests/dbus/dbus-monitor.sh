@@ -18,7 +18,7 @@ UX=unix:path=$UX_PATH
 # the AF_BUS library's own traffic (copied to standard error with the
 # line before each).
 library_traffic() {
-	_re="interface=org\\.freedesktop\\.DBus\\.AF_BUS|member='PeerGone'"
+	_re="interface=org\\.freedesktop\\.DBus\\.AF_BUS|member='PeerGone'|member=GetNameOwner"
 	grep -E -B 1 -- "$_re" "$1" | sed "s|^|# $1: |" >&2
 	count_lines "$1" "$_re"
 }
@@ -97,7 +97,7 @@ for t in all leg; do
 	check "$t: ... in that order" test -n "$c" -a -n "$r" -a "${c:-0}" -lt "${r:-0}"
 	# (echo_traffic's calls by name earn Forwarded signals, its
 	# direct calls peer watches)
-	expect_eq "$t: none of the AF_BUS library's own traffic (Forwarded, PeerGone, peer watch rules)" 0 \
+	expect_eq "$t: none of the AF_BUS library's own traffic (Forwarded, PeerGone, WatchPeer, GetNameOwner)" 0 \
 		"$(library_traffic $f)"
 	expect_eq "$t: 180 signals from 3 concurrent senders, in the order a subscriber got them" \
 		"$(grep '^com.example.O.Ping' /tmp/mn-sub.out | cut -d' ' -f2 | tr '\n' ' ')" \
