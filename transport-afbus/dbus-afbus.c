@@ -533,6 +533,21 @@ _dbus_afbus_name_cache_forwarded (DBusAfbusNameCache *cache,
   return TRUE;
 }
 
+/**
+ * Forgets the address of @p name: a message to it found no owner there
+ * (the name is moving, or left), so messages for @p name go through the
+ * master until it says where the name lives (Forwarded).
+ */
+void
+_dbus_afbus_name_cache_forget (DBusAfbusNameCache *cache,
+                               const char         *name)
+{
+  DBusAfbusNameEntry *e = name_cache_find (cache, name);
+
+  if (e != NULL)
+    e->addr = 0;
+}
+
 typedef struct
 {
   dbus_uint64_t addr;           /**< the peer's address, 0 if the slot is free */

@@ -124,6 +124,8 @@ dbus_bool_t   _dbus_afbus_name_cache_lookup     (DBusAfbusNameCache *cache,
                                                  dbus_uint64_t      *addr);
 dbus_bool_t   _dbus_afbus_name_cache_sent_to_master (DBusAfbusNameCache *cache,
                                                  const char         *name);
+void          _dbus_afbus_name_cache_forget     (DBusAfbusNameCache *cache,
+                                                 const char         *name);
 dbus_bool_t   _dbus_afbus_name_cache_forwarded  (DBusAfbusNameCache *cache,
                                                  const char         *name,
                                                  dbus_uint64_t       addr);

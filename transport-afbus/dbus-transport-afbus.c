@@ -1115,6 +1115,30 @@ do_writing (DBusTransport *transport)
       bytes = send_message (afbus_transport, message, addressed, dest);
       saved_errno = errno;
 
+      /* Nobody has that address (BUS_NO_DEFAULT_ROUTE): a peer that
+       * left, or a name that is moving.  The daemon takes the message,
+       * behind what it holds of ours; a name's messages then go through
+       * it, counted, until it says where the name lives, so that none
+       * overtakes this one. */
+      if (bytes < 0 && saved_errno == EHOSTUNREACH && routes && addressed)
+        {
+          const char *destination = dbus_message_get_destination (message);
+
+          if ((dest >> BUS_PREFIX_SHIFT) == DBUS_AFBUS_NAME_PREFIX &&
+              destination != NULL && destination[0] != ':')
+            {
+              _dbus_afbus_name_cache_forget (afbus_transport->names,
+                                             destination);
+              well_known = destination;
+            }
+          _dbus_verbose (" %016" PRIx64 " has no owner: through the daemon\n",
+                         dest);
+          addressed = FALSE;
+          dest = DBUS_AFBUS_MASTER;
+          bytes = send_message (afbus_transport, message, FALSE, dest);
+          saved_errno = errno;
+        }
+
       if (bytes >= 0)
         {
           _dbus_verbose (" wrote message of %d bytes to %016" PRIx64 "\n",
@@ -1833,6 +1857,17 @@ afbus_transport_new (DBusSocket        fd,
 
   if (server_guid == NULL && !relay)
     {
+      int one = 1;
+
+      /* A message to an address nobody owns fails, rather than reach the
+       * daemon without our knowing (do_writing() then sends it there
+       * itself).  A kernel without the option keeps the default route:
+       * a message sent to a name's address as the name moves may then
+       * be overtaken by the next one. */
+      if (setsockopt (fd.fd, SOL_BUS, BUS_NO_DEFAULT_ROUTE, &one,
+                      sizeof (one)) < 0)
+        _dbus_verbose ("BUS_NO_DEFAULT_ROUTE: %s\n", _dbus_strerror (errno));
+
       afbus_transport->names = _dbus_afbus_name_cache_new ();
       if (afbus_transport->names == NULL)
         goto failed;

@@ -285,7 +285,7 @@ static void expect_no_such_options(struct __test_metadata *_metadata, int fd,
 
 TEST_F(join, unknown_options_enoprotoopt)
 {
-	const int opts[] = { 0, 11, 255, 0x10000, -1 };
+	const int opts[] = { 0, 12, 255, 0x10000, -1 };
 	struct bus_addr addr = { .s_addr = ADDR_P1 };
 
 	expect_no_such_options(_metadata, self->p[0].afd, opts,
@@ -297,7 +297,7 @@ TEST_F(join, getsockopt_enoprotoopt)
 	int fds[] = { self->p[0].afd, self->p[0].cfd, self->m };
 	int opts[] = { BUS_ADD_ADDR, BUS_JOIN_BUS, BUS_DEL_ADDR,
 		       BUS_SET_MAXQLEN, BUS_SET_MCAST_DROP, BUS_SET_RCVBUF,
-		       BUS_SET_MSG_MAX, 11 };
+		       BUS_SET_MSG_MAX, BUS_NO_DEFAULT_ROUTE, 12 };
 	char buf[64];
 	socklen_t len;
 	unsigned int i, j;

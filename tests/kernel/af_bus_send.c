@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * AF_BUS message delivery: unicast between clients and to the master,
- * the default route of unowned addresses, multicast per prefix, what the
+ * the default route of unowned addresses (and BUS_NO_DEFAULT_ROUTE,
+ * which refuses it), multicast per prefix, what the
  * master may send, msg_name, the path check of sendto, receive flags
  * (MSG_PEEK, MSG_TRUNC, MSG_DONTWAIT), EMSGSIZE, zero-length messages,
  * ordering, and a full receive queue.
@@ -128,6 +129,107 @@ TEST_F(bus, unjoined_owner_routes_to_master)
 	bus_expect(_metadata, self->p[0].afd, &self->bus, self->p[0].addr, "a");
 	bus_expect(_metadata, self->p[0].afd, &self->bus, self->p[0].addr, "b");
 	bus_expect_quiet(_metadata, self->p, 4);
+}
+
+static int no_default_route(int fd, int val)
+{
+	return setsockopt(fd, SOL_BUS, BUS_NO_DEFAULT_ROUTE, &val, sizeof(val));
+}
+
+/*
+ * BUS_NO_DEFAULT_ROUTE: a client's unicast to an address nobody owns, or
+ * whose owner has not joined, fails with EHOSTUNREACH and reaches nobody;
+ * owned addresses, the master and multicasts are reached as before, and
+ * 0 turns the default route back on.
+ */
+TEST_F(bus, no_default_route_unowned_ehostunreach)
+{
+	ASSERT_OK(no_default_route(self->p[0].cfd, 1));
+	ASSERT_ERRNO(EHOSTUNREACH, bus_sendto(self->p[0].cfd, &self->bus,
+					      UNOWNED, "u", 1, 0));
+	ASSERT_ERRNO(EHOSTUNREACH, bus_sendto(self->p[0].cfd, &self->bus,
+					      P1_C, "n", 1, 0));
+	add_addr(_metadata, self->p[3].afd, P1_C);
+	ASSERT_ERRNO(EHOSTUNREACH, bus_sendto(self->p[0].cfd, &self->bus,
+					      self->p[3].addr, "j", 1, 0));
+	ASSERT_ERRNO(EHOSTUNREACH, bus_sendto(self->p[0].cfd, &self->bus,
+					      P1_C, "k", 1, 0));
+	bus_expect_quiet(_metadata, self->p, 4);
+
+	add_addr(_metadata, self->p[1].afd, P1_A);
+	bus_send_str(_metadata, self->p[0].cfd, &self->bus, P1_A, "named");
+	bus_send_str(_metadata, self->p[0].cfd, &self->bus, self->p[2].addr,
+		     "unique");
+	bus_send_str(_metadata, self->p[0].cfd, &self->bus, BUS_MASTER_ADDR,
+		     "master");
+	bus_send_plain(_metadata, self->p[0].cfd, "plain");
+	bus_expect(_metadata, self->p[1].cfd, &self->bus, self->p[0].addr,
+		   "named");
+	bus_expect(_metadata, self->p[2].cfd, &self->bus, self->p[0].addr,
+		   "unique");
+	bus_expect(_metadata, self->p[0].afd, &self->bus, self->p[0].addr,
+		   "master");
+	bus_expect(_metadata, self->p[0].afd, &self->bus, self->p[0].addr,
+		   "plain");
+	bus_send_str(_metadata, self->p[0].cfd, &self->bus,
+		     bus_mcast(0), "all");
+	bus_expect(_metadata, self->p[0].cfd, &self->bus, self->p[0].addr, "all");
+	bus_expect(_metadata, self->p[1].cfd, &self->bus, self->p[0].addr, "all");
+	bus_expect(_metadata, self->p[2].cfd, &self->bus, self->p[0].addr, "all");
+
+	/* Only its own sends: another client still takes the default route. */
+	bus_send_str(_metadata, self->p[1].cfd, &self->bus, UNOWNED, "other");
+	bus_expect(_metadata, self->p[1].afd, &self->bus, self->p[1].addr,
+		   "other");
+
+	ASSERT_OK(no_default_route(self->p[0].cfd, 0));
+	bus_send_str(_metadata, self->p[0].cfd, &self->bus, UNOWNED, "again");
+	bus_expect(_metadata, self->p[0].afd, &self->bus, self->p[0].addr,
+		   "again");
+	bus_expect_quiet(_metadata, self->p, 4);
+}
+
+/* A name's address that loses its owner: refused, then, once another
+ * client owns it, delivered there. */
+TEST_F(bus, no_default_route_follows_address_moves)
+{
+	ASSERT_OK(no_default_route(self->p[0].cfd, 1));
+	add_addr(_metadata, self->p[1].afd, P1_B);
+	bus_send_str(_metadata, self->p[0].cfd, &self->bus, P1_B, "1");
+	ASSERT_OK(bus_addr_opt(self->p[1].afd, BUS_DEL_ADDR, P1_B));
+	ASSERT_ERRNO(EHOSTUNREACH, bus_sendto(self->p[0].cfd, &self->bus,
+					      P1_B, "2", 1, 0));
+	add_addr(_metadata, self->p[2].afd, P1_B);
+	bus_send_str(_metadata, self->p[0].cfd, &self->bus, P1_B, "3");
+	bus_expect(_metadata, self->p[1].cfd, &self->bus, self->p[0].addr, "1");
+	bus_expect(_metadata, self->p[2].cfd, &self->bus, self->p[0].addr, "3");
+	bus_expect_quiet(_metadata, self->p, 4);
+}
+
+/* Only a connected client may set it, to 0 or 1, as an int. */
+TEST_F(bus, no_default_route_bad_input)
+{
+	int s = socket(AF_BUS, SOCK_SEQPACKET, BUS_PROTO_NONE);
+	char c = 1;
+	long l = 1;
+
+	ASSERT_GE(s, 0);
+	ASSERT_ERRNO(EPERM, no_default_route(s, 1));
+	close(s);
+	ASSERT_ERRNO(EPERM, no_default_route(self->m, 1));
+	ASSERT_ERRNO(EPERM, no_default_route(self->p[0].afd, 1));
+	ASSERT_ERRNO(EINVAL, no_default_route(self->p[0].cfd, 2));
+	ASSERT_ERRNO(EINVAL, no_default_route(self->p[0].cfd, -1));
+	ASSERT_ERRNO(EINVAL, setsockopt(self->p[0].cfd, SOL_BUS,
+					BUS_NO_DEFAULT_ROUTE, &c, sizeof(c)));
+	ASSERT_ERRNO(EINVAL, setsockopt(self->p[0].cfd, SOL_BUS,
+					BUS_NO_DEFAULT_ROUTE, &l, sizeof(l)));
+	ASSERT_ERRNO(EFAULT, setsockopt(self->p[0].cfd, SOL_BUS,
+					BUS_NO_DEFAULT_ROUTE, NULL, sizeof(int)));
+
+	/* Nothing was set: the default route still works. */
+	bus_send_str(_metadata, self->p[0].cfd, &self->bus, UNOWNED, "u");
+	bus_expect(_metadata, self->p[0].afd, &self->bus, self->p[0].addr, "u");
 }
 
 TEST_F(bus, multicast_prefix0_every_joined_client)
