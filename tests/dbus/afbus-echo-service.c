@@ -14,6 +14,11 @@
  *   Stall (u ms) -> s      sleeps ms milliseconds, or until SIGUSR1,
  *                          without reading its socket, then answers
  *                          "stalled"
+ *   Seq (u n)              records n, answering nothing (a call
+ *                          that asks for a reply gets "ok")
+ *   SeqReport () -> s      "seq=N in-order=0|1": how many Seq calls
+ *                          came, and whether each n was one more than
+ *                          the one before, starting at 0
  *   Quit ()                replies, then exits
  *
  * Usage: afbus-echo-service NAME [FLAGS]
@@ -59,8 +64,8 @@ int main(int argc, char **argv)
 	DBusError error = DBUS_ERROR_INIT;
 	DBusConnection *c;
 	const char *name;
-	unsigned int flags;
-	int ret;
+	unsigned int flags, n_seq = 0;
+	int ret, seq_in_order = 1;
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: afbus-echo-service NAME [FLAGS]\n");
@@ -95,6 +100,25 @@ int main(int argc, char **argv)
 					reply_string(c, m, s);
 				else
 					dbus_error_free(&error);
+			} else if (dbus_message_is_method_call(m, IFACE, "Seq")) {
+				dbus_uint32_t n;
+
+				if (dbus_message_get_args(m, &error, DBUS_TYPE_UINT32, &n,
+							  DBUS_TYPE_INVALID)) {
+					if (n != n_seq)
+						seq_in_order = 0;
+					n_seq++;
+					if (!dbus_message_get_no_reply(m))
+						reply_string(c, m, "ok");
+				} else {
+					dbus_error_free(&error);
+				}
+			} else if (dbus_message_is_method_call(m, IFACE, "SeqReport")) {
+				char report[64];
+
+				snprintf(report, sizeof(report), "seq=%u in-order=%d",
+					 n_seq, seq_in_order);
+				reply_string(c, m, report);
 			} else if (dbus_message_is_method_call(m, IFACE, "Big")) {
 				dbus_uint32_t n;
 				char *big;

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One sender's messages to a well-known name, in order across the name's
+ * restart, for the AF_BUS tests of the order of a client's messages
+ * (issue 17, items 3 and 4).
+ *
+ * Usage: afbus-order-client NAME COUNT
+ *
+ * NAME is an activatable afbus-echo-service.  The client calls Echo on
+ * NAME until the daemon's Forwarded gives its library the name's address
+ * (5 s at most), then Quit, which goes straight to that address, and
+ * waits until NAME has no owner.  Its library still has the address.
+ * Then it sends COUNT calls Seq (0 ... COUNT-1) to NAME without asking
+ * for replies, pausing 10 ms after every 50: the first ones find the
+ * address without an owner and start the service again, and the later
+ * ones go out while it starts and after.  Last it calls SeqReport and
+ * prints
+ *   "cached ADDR" (the address it had, in hexadecimal, or "none")
+ *   the report: "seq=N in-order=0|1"
+ * Exit status 0 if it got a report.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <dbus/dbus.h>
+
+#define IFACE "com.example.Echo"
+
+static const char *name;
+static dbus_uint64_t forwarded_addr;
+
+static DBusHandlerResult filter(DBusConnection *c, DBusMessage *m, void *data)
+{
+	const char *n;
+	dbus_uint64_t addr;
+
+	(void)c;
+	(void)data;
+	if (dbus_message_is_signal(m, "org.freedesktop.DBus.AF_BUS", "Forwarded") &&
+	    dbus_message_get_args(m, NULL, DBUS_TYPE_STRING, &n,
+				  DBUS_TYPE_UINT64, &addr, DBUS_TYPE_INVALID) &&
+	    strcmp(n, name) == 0)
+		forwarded_addr = addr;
+	return DBUS_HANDLER_RESULT_NOT_YET_HANDLED;
+}
+
+static DBusMessage *call(DBusConnection *c, const char *method, int timeout)
+{
+	DBusError error = DBUS_ERROR_INIT;
+	DBusMessage *m, *r;
+	const char *s = "order";
+
+	m = dbus_message_new_method_call(name, "/", IFACE, method);
+	if (!m || (strcmp(method, "Echo") == 0 &&
+		   !dbus_message_append_args(m, DBUS_TYPE_STRING, &s,
+					     DBUS_TYPE_INVALID))) {
+		fprintf(stderr, "afbus-order-client: out of memory\n");
+		exit(1);
+	}
+	r = dbus_connection_send_with_reply_and_block(c, m, timeout, &error);
+	dbus_message_unref(m);
+	if (!r) {
+		fprintf(stderr, "afbus-order-client: %s: %s\n", method, error.message);
+		dbus_error_free(&error);
+	}
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	DBusError error = DBUS_ERROR_INIT;
+	DBusConnection *c;
+	DBusMessage *r;
+	const char *report;
+	unsigned int count, i;
+	int tries;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: afbus-order-client NAME COUNT\n");
+		return 2;
+	}
+	name = argv[1];
+	count = strtoul(argv[2], NULL, 0);
+
+	c = dbus_bus_get_private(DBUS_BUS_SESSION, &error);
+	if (!c) {
+		fprintf(stderr, "afbus-order-client: %s\n", error.message);
+		return 1;
+	}
+	dbus_connection_set_exit_on_disconnect(c, FALSE);
+	dbus_connection_add_filter(c, filter, NULL, NULL);
+
+	for (tries = 0; tries < 50 && forwarded_addr == 0; tries++) {
+		r = call(c, "Echo", 30000);
+		if (r)
+			dbus_message_unref(r);
+		dbus_connection_read_write_dispatch(c, 100);
+	}
+	if (forwarded_addr)
+		printf("cached %llx\n", (unsigned long long)forwarded_addr);
+	else
+		printf("cached none\n");
+	fflush(stdout);
+
+	r = call(c, "Quit", 10000);
+	if (r)
+		dbus_message_unref(r);
+	for (tries = 0; tries < 100 && dbus_bus_name_has_owner(c, name, NULL);
+	     tries++)
+		usleep(100000);
+
+	for (i = 0; i < count; i++) {
+		DBusMessage *m = dbus_message_new_method_call(name, "/", IFACE,
+							      "Seq");
+		dbus_uint32_t n = i;
+
+		if (!m || !dbus_message_append_args(m, DBUS_TYPE_UINT32, &n,
+						    DBUS_TYPE_INVALID)) {
+			fprintf(stderr, "afbus-order-client: out of memory\n");
+			return 1;
+		}
+		dbus_message_set_no_reply(m, TRUE);
+		dbus_connection_send(c, m, NULL);
+		dbus_message_unref(m);
+		if (i % 50 == 49) {
+			dbus_connection_flush(c);
+			dbus_connection_read_write_dispatch(c, 0);
+			usleep(10000);
+		}
+	}
+	dbus_connection_flush(c);
+
+	r = call(c, "SeqReport", 60000);
+	if (!r || !dbus_message_get_args(r, NULL, DBUS_TYPE_STRING, &report,
+					 DBUS_TYPE_INVALID))
+		return 1;
+	printf("%s\n", report);
+	dbus_message_unref(r);
+	dbus_connection_close(c);
+	dbus_connection_unref(c);
+	return 0;
+}
