@@ -386,11 +386,24 @@ typedef struct
  * for a well-known name makes it send us exactly one Forwarded signal
  * (with address 0 when the name has no AF_BUS address), so counting them
  * keeps the messages to one name in order.
+ *
+ * A name with messages still in the daemon keeps its entry.  When every
+ * entry has some, a message for another name is counted in @overflow
+ * instead, and while @overflow is not 0 no message goes straight to any
+ * name.  A Forwarded about a name whose entry counts none (or that has
+ * none) is taken off @overflow: it answers a message counted there.  A
+ * Forwarded taken off an entry may answer a message counted in @overflow
+ * before the name got its entry; the entry's own message then stays
+ * counted in @overflow until its Forwarded, so the sum of the counts is
+ * always the number of messages in the daemon, and once @overflow is 0
+ * each entry counts exactly its own.
  */
 struct DBusAfbusNameCache
 {
   DBusAfbusNameEntry entries[DBUS_AFBUS_NAME_CACHE_SIZE];
   unsigned long clock;
+  int overflow;                 /**< messages in the daemon for names
+                                 *   without an entry (see above) */
 };
 
 DBusAfbusNameCache *
@@ -433,32 +446,45 @@ name_cache_find (DBusAfbusNameCache *cache,
   return NULL;
 }
 
-/* Finds the entry of @name, or replaces the least recently used one. */
+/* Finds the entry of @name, or replaces the least recently used one
+ * without messages in the daemon.  NULL with *full set when every entry
+ * has some; NULL with *full unset if no memory. */
 static DBusAfbusNameEntry *
 name_cache_ensure (DBusAfbusNameCache *cache,
-                   const char         *name)
+                   const char         *name,
+                   dbus_bool_t        *full)
 {
   DBusAfbusNameEntry *e, *victim = NULL;
   char *copy;
   int i;
 
+  *full = FALSE;
   e = name_cache_find (cache, name);
   if (e != NULL)
     return e;
 
-  copy = _dbus_strdup (name);
-  if (copy == NULL)
-    return NULL;
-
   for (i = 0; i < DBUS_AFBUS_NAME_CACHE_SIZE; i++)
     {
       e = &cache->entries[i];
-      if (victim == NULL || e->name == NULL ||
-          (victim->name != NULL && e->last_use < victim->last_use))
-        victim = e;
       if (e->name == NULL)
-        break;
+        {
+          victim = e;
+          break;
+        }
+      if (e->pending == 0 &&
+          (victim == NULL || e->last_use < victim->last_use))
+        victim = e;
     }
+
+  if (victim == NULL)
+    {
+      *full = TRUE;
+      return NULL;
+    }
+
+  copy = _dbus_strdup (name);
+  if (copy == NULL)
+    return NULL;
 
   _dbus_verbose ("AF_BUS name cache: %s replaces %s\n", name,
                  victim->name ? victim->name : "(free slot)");
@@ -481,8 +507,12 @@ _dbus_afbus_name_cache_lookup (DBusAfbusNameCache *cache,
                                const char         *name,
                                dbus_uint64_t      *addr)
 {
-  DBusAfbusNameEntry *e = name_cache_find (cache, name);
+  DBusAfbusNameEntry *e;
 
+  if (cache->overflow > 0)
+    return FALSE;
+
+  e = name_cache_find (cache, name);
   if (e == NULL || e->addr == 0 || e->pending > 0)
     return FALSE;
 
@@ -499,12 +529,16 @@ dbus_bool_t
 _dbus_afbus_name_cache_sent_to_master (DBusAfbusNameCache *cache,
                                        const char         *name)
 {
-  DBusAfbusNameEntry *e = name_cache_ensure (cache, name);
+  dbus_bool_t full;
+  DBusAfbusNameEntry *e = name_cache_ensure (cache, name, &full);
 
-  if (e == NULL)
+  if (e == NULL && !full)
     return FALSE;
 
-  e->pending++;
+  if (e != NULL)
+    e->pending++;
+  else
+    cache->overflow++;
   return TRUE;
 }
 
@@ -519,17 +553,23 @@ _dbus_afbus_name_cache_forwarded (DBusAfbusNameCache *cache,
                                   const char         *name,
                                   dbus_uint64_t       addr)
 {
-  DBusAfbusNameEntry *e = name_cache_ensure (cache, name);
+  dbus_bool_t full;
+  DBusAfbusNameEntry *e = name_cache_ensure (cache, name, &full);
 
-  if (e == NULL)
+  if (e == NULL && !full)
     return FALSE;
 
-  if (e->pending > 0)
+  if (e != NULL && e->pending > 0)
     e->pending--;
+  else if (cache->overflow > 0)
+    cache->overflow--;
 
-  e->addr = addr;
+  if (e != NULL)
+    e->addr = addr;
   _dbus_verbose ("AF_BUS name cache: %s is at %016" PRIx64 ","
-                 " %d message(s) still at the master\n", name, addr, e->pending);
+                 " %d message(s) still at the master, %d for names"
+                 " not cached\n", name, addr, e != NULL ? e->pending : 0,
+                 cache->overflow);
   return TRUE;
 }
 

@@ -25,6 +25,18 @@
  *	"error NAME: MESSAGE" (or "reply"), "elapsed-ms N" for the Hang
  *	call, and "forwarded N stray N": the Forwarded signals with an
  *	address the application saw, and the stray replies.
+ * afbus-daemon-calls burst PREFIX N ROUNDS
+ *	Prints "connected", waits for a line on standard input, then calls
+ *	Echo ROUNDS times on each of PREFIX.n0 ... PREFIX.n<N-1>, round by
+ *	round, without waiting, and reads the replies (60 s at most); then
+ *	reads for a second and makes one more round, the same way but from
+ *	PREFIX.n<N-1> down to PREFIX.n0 (the most recently used names first:
+ *	the library's cache holds the last 64).  Prints
+ *	"replies=R in-order=0|1 last-forwarded=F": the replies of all
+ *	rounds, whether each name's replies came in the order of its calls,
+ *	and the Forwarded signals the last round earned (each call that
+ *	went through the daemon earns one; one sent straight to the name's
+ *	address earns none).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,6 +201,104 @@ static int calls(const char *prefix, int first, int n, int wait_ms, int quit)
 	return 0;
 }
 
+static int burst_n, *burst_last, burst_replies, burst_in_order = 1;
+static dbus_uint32_t *burst_serials;
+
+static DBusHandlerResult burst_filter(DBusConnection *c, DBusMessage *m,
+				      void *data)
+{
+	dbus_uint32_t serial = dbus_message_get_reply_serial(m);
+	int k;
+
+	(void)c;
+	(void)data;
+	if (dbus_message_is_signal(m, "org.freedesktop.DBus.AF_BUS", "Forwarded"))
+		forwarded++;
+	if (dbus_message_get_type(m) != DBUS_MESSAGE_TYPE_METHOD_RETURN)
+		return DBUS_HANDLER_RESULT_NOT_YET_HANDLED;
+	for (k = 0; burst_serials[k] != 0; k++) {
+		if (burst_serials[k] != serial)
+			continue;
+		/* Call k is round k / n, name k % n. */
+		if (burst_last[k % burst_n] >= k / burst_n)
+			burst_in_order = 0;
+		burst_last[k % burst_n] = k / burst_n;
+		burst_replies++;
+		burst_serials[k] = 1;	/* answered */
+		break;
+	}
+	return DBUS_HANDLER_RESULT_HANDLED;
+}
+
+static void burst_round(DBusConnection *c, const char *prefix, int round,
+			int down)
+{
+	char name[256], text[64];
+	const char *s = text;
+	DBusMessage *m;
+	int j, i;
+
+	for (j = 0; j < burst_n; j++) {
+		i = down ? burst_n - 1 - j : j;
+		snprintf(name, sizeof(name), "%s.n%d", prefix, i);
+		snprintf(text, sizeof(text), "round %d", round);
+		m = dbus_message_new_method_call(name, "/", IFACE, "Echo");
+		if (!m || !dbus_message_append_args(m, DBUS_TYPE_STRING, &s,
+						    DBUS_TYPE_INVALID) ||
+		    !dbus_connection_send(c, m,
+					  &burst_serials[round * burst_n + i]))
+			die("message", NULL);
+		dbus_message_unref(m);
+	}
+}
+
+/* Reads until @replies replies came, or for @ms milliseconds. */
+static void read_until(DBusConnection *c, int replies, int ms)
+{
+	struct timespec start, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		dbus_connection_read_write_dispatch(c, 50);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (burst_replies < replies &&
+		 (now.tv_sec - start.tv_sec) * 1000 +
+		 (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
+}
+
+static int burst(const char *prefix, int n, int rounds)
+{
+	DBusConnection *c = connect_bus();
+	char line[64];
+	int r;
+
+	burst_n = n;
+	burst_last = calloc(n, sizeof(*burst_last));
+	burst_serials = calloc((size_t)n * (rounds + 1) + 1,
+			       sizeof(*burst_serials));
+	if (!burst_last || !burst_serials)
+		die("memory", NULL);
+	for (r = 0; r < n; r++)
+		burst_last[r] = -1;
+	dbus_connection_add_filter(c, burst_filter, NULL, NULL);
+	printf("connected\n");
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	for (r = 0; r < rounds; r++)
+		burst_round(c, prefix, r, 0);
+	dbus_connection_flush(c);
+	read_until(c, n * rounds, 60000);
+	read_until(c, n * rounds + 1, 1000);
+	forwarded = 0;
+	burst_round(c, prefix, rounds, 1);
+	dbus_connection_flush(c);
+	read_until(c, n * (rounds + 1), 60000);
+	read_until(c, n * (rounds + 1) + 1, 1000);
+	printf("replies=%d in-order=%d last-forwarded=%d\n", burst_replies,
+	       burst_in_order, forwarded);
+	return 0;
+}
+
 static void read_for(DBusConnection *c, int ms)
 {
 	struct timespec start, now;
@@ -247,6 +357,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 4 && strcmp(argv[1], "serve") == 0)
 		return serve(argv[2], atoi(argv[3]));
+	if (argc == 5 && strcmp(argv[1], "burst") == 0)
+		return burst(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 4 && strcmp(argv[1], "hang") == 0)
 		return hang(argv[2], atoi(argv[3]));
 	if ((argc == 6 || argc == 7) && strcmp(argv[1], "call") == 0)
@@ -254,6 +366,7 @@ int main(int argc, char **argv)
 			     argc == 7 && strcmp(argv[6], "quit") == 0);
 	fprintf(stderr, "usage: afbus-daemon-calls serve PREFIX N\n"
 		"       afbus-daemon-calls call PREFIX FIRST N WAIT-MS [quit]\n"
-		"       afbus-daemon-calls hang NAME TIMEOUT-MS\n");
+		"       afbus-daemon-calls hang NAME TIMEOUT-MS\n"
+		"       afbus-daemon-calls burst PREFIX N ROUNDS\n");
 	return 2;
 }

@@ -35,4 +35,34 @@ for round in 1 2 3; do
 		com.example.Echo.Quit >/dev/null 2>&1
 done
 
+# More names than the library's cache holds (64), each with calls still
+# in the daemon: the daemon is stopped while a client makes 3 rounds of
+# calls to 70 names of one service.  A name with calls in the daemon
+# keeps its cache entry; the calls to the 6 names left without one are
+# counted apart, and until they are answered no call goes straight to a
+# name.  Each name's calls must be answered in order, and once the
+# daemon has passed all of them on, a fourth round, the most recently
+# used names first, goes straight to the 64 names the cache holds (6 of
+# its 70 calls earn a Forwarded).
+bg sh -c 'afbus-daemon-calls serve com.example.Many 70 >/tmp/order-many.out 2>&1'
+wait_for_line /tmp/order-many.out '^ready '
+rm -f /tmp/order-go
+mkfifo /tmp/order-go
+afbus-daemon-calls burst com.example.Many 70 3 </tmp/order-go >/tmp/order-burst.out 2>&1 &
+burst_pid=$!
+exec 7>/tmp/order-go
+wait_for_line /tmp/order-burst.out '^connected$'
+kill -STOP $BUS_PID
+echo go >&7
+exec 7>&-
+sleep 2
+kill -CONT $BUS_PID
+wait_exit $burst_pid
+out=$(tail -n 1 /tmp/order-burst.out)
+expect_match "70 names x 3 rounds sent while the daemon was stopped, then a 4th: all 280 answered, each name's in order" \
+	'^replies=280 in-order=1 ' "$out"
+f=$(printf '%s\n' "$out" | sed -n 's/.*last-forwarded=//p')
+expect_eq "... the 4th round then went straight to the 64 cached names (calls through the daemon)" \
+	6 "$f"
+
 finish
