@@ -944,4 +944,165 @@ _dbus_afbus_recv_datagram (int            fd,
 
 /** @} */
 
+#ifdef DBUS_ENABLE_EMBEDDED_TESTS
+#include "dbus-test.h"
+#include "dbus-test-tap.h"
+
+static void
+check_codec (dbus_uint64_t addr,
+             const char   *name)
+{
+  DBusString str;
+  dbus_uint64_t back = 0;
+
+  if (!_dbus_string_init (&str) ||
+      !_dbus_afbus_unique_name_from_addr (addr, &str))
+    _dbus_test_fatal ("out of memory");
+  _dbus_test_check (strcmp (_dbus_string_get_const_data (&str), name) == 0);
+  _dbus_test_check (_dbus_afbus_addr_from_unique_name (name, &back));
+  _dbus_test_check (back == addr);
+  _dbus_string_free (&str);
+}
+
+/* Where a message for @name goes: its address, or 0 (the master). */
+static dbus_uint64_t
+route (DBusAfbusNameCache *cache,
+       const char         *name)
+{
+  dbus_uint64_t addr = 0;
+
+  if (!_dbus_afbus_name_cache_lookup (cache, name, &addr))
+    return 0;
+  _dbus_test_check (addr != 0);
+  return addr;
+}
+
+static void
+sent (DBusAfbusNameCache *cache,
+      const char         *name)
+{
+  if (!_dbus_afbus_name_cache_sent_to_master (cache, name))
+    _dbus_test_fatal ("out of memory");
+}
+
+static void
+forwarded (DBusAfbusNameCache *cache,
+           const char         *name,
+           dbus_uint64_t       addr)
+{
+  if (!_dbus_afbus_name_cache_forwarded (cache, name, addr))
+    _dbus_test_fatal ("out of memory");
+}
+
+#define A(n) ((DBUS_AFBUS_NAME_PREFIX << BUS_PREFIX_SHIFT) | (n))
+
+/**
+ * Unit test of the unique-name codec and of the client's name cache:
+ * the counts of messages in the daemon, which keep the messages to one
+ * name in order.
+ *
+ * @returns #TRUE on success.
+ */
+dbus_bool_t
+_dbus_afbus_test (const char *test_data_dir _DBUS_GNUC_UNUSED)
+{
+  static const char * const not_afbus[] = {
+    ":1.5", ":0.", ":0.0", ":0.05", ":0.A", ":0.g", ":0.1000000000000",
+    ":0.ffffffffffff", "com.example", ":0.1 ", ""
+  };
+  DBusAfbusNameCache *cache;
+  char name[32];
+  dbus_uint64_t addr;
+  unsigned int i;
+
+  check_codec (1, ":0.1");
+  check_codec (0x2a, ":0.2a");
+  check_codec (BUS_CLIENT_MASK - 1, ":0.fffffffffffe");
+  for (i = 0; i < _DBUS_N_ELEMENTS (not_afbus); i++)
+    _dbus_test_check (!_dbus_afbus_addr_from_unique_name (not_afbus[i],
+                                                          &addr));
+
+  cache = _dbus_afbus_name_cache_new ();
+  if (cache == NULL)
+    _dbus_test_fatal ("out of memory");
+
+  /* Unknown, then told: direct once each message in the daemon is
+   * answered, not before. */
+  _dbus_test_check (route (cache, "com.a") == 0);
+  sent (cache, "com.a");
+  sent (cache, "com.a");
+  forwarded (cache, "com.a", A (1));
+  _dbus_test_check (route (cache, "com.a") == 0);
+  forwarded (cache, "com.a", A (1));
+  _dbus_test_check (route (cache, "com.a") == A (1));
+
+  /* Address 0 keeps it on the daemon's path; a Forwarded with no
+   * message of ours counted changes the address only. */
+  forwarded (cache, "com.a", 0);
+  _dbus_test_check (route (cache, "com.a") == 0);
+  forwarded (cache, "com.a", A (1));
+  _dbus_test_check (route (cache, "com.a") == A (1));
+
+  /* Nobody had the address: forgotten until the daemon says again. */
+  _dbus_afbus_name_cache_forget (cache, "com.a");
+  _dbus_test_check (route (cache, "com.a") == 0);
+  sent (cache, "com.a");
+  forwarded (cache, "com.a", A (2));
+  _dbus_test_check (route (cache, "com.a") == A (2));
+
+  /* 64 names told, none in the daemon: a 65th replaces the least
+   * recently used. */
+  for (i = 1; i < DBUS_AFBUS_NAME_CACHE_SIZE; i++)
+    {
+      snprintf (name, sizeof (name), "com.n%u", i);
+      sent (cache, name);
+      forwarded (cache, name, A (100 + i));
+    }
+  _dbus_test_check (route (cache, "com.n1") == A (101));
+  sent (cache, "com.new");
+  _dbus_test_check (route (cache, "com.a") == 0);
+  _dbus_test_check (route (cache, "com.n1") == A (101));
+  forwarded (cache, "com.new", A (3));
+  _dbus_test_check (route (cache, "com.new") == A (3));
+
+  /* Every name with a message in the daemon: none is replaced, another
+   * name's message is counted apart, and until it is answered nothing
+   * goes direct. */
+  for (i = 1; i < DBUS_AFBUS_NAME_CACHE_SIZE; i++)
+    {
+      snprintf (name, sizeof (name), "com.n%u", i);
+      sent (cache, name);
+    }
+  sent (cache, "com.new");
+  sent (cache, "com.other");            /* counted apart */
+  _dbus_test_check (route (cache, "com.n5") == 0);
+  for (i = 1; i < DBUS_AFBUS_NAME_CACHE_SIZE; i++)
+    {
+      snprintf (name, sizeof (name), "com.n%u", i);
+      forwarded (cache, name, A (100 + i));
+    }
+  forwarded (cache, "com.new", A (3));
+  /* All but com.other's answered: still nothing direct. */
+  _dbus_test_check (route (cache, "com.n5") == 0);
+  _dbus_test_check (route (cache, "com.new") == 0);
+  /* com.other now gets an entry (the least recently used one, com.n1,
+   * is replaced) before its Forwarded comes: a new message to it is
+   * counted there. */
+  sent (cache, "com.other");
+  /* The first Forwarded answers the message counted apart, but is
+   * taken off the entry: still nothing direct. */
+  forwarded (cache, "com.other", A (4));
+  _dbus_test_check (route (cache, "com.other") == 0);
+  _dbus_test_check (route (cache, "com.n5") == 0);
+  /* The second answers the entry's own: everything is exact again. */
+  forwarded (cache, "com.other", A (4));
+  _dbus_test_check (route (cache, "com.other") == A (4));
+  _dbus_test_check (route (cache, "com.n5") == A (105));
+  _dbus_test_check (route (cache, "com.new") == A (3));
+
+  _dbus_afbus_name_cache_free (cache);
+  return TRUE;
+}
+#endif /* DBUS_ENABLE_EMBEDDED_TESTS */
+
 #endif /* DBUS_HAVE_AFBUS */
