@@ -7,17 +7,8 @@
 . /usr/libexec/afbus/dbus-test-lib.sh
 cd /tmp
 
-mkdir -p /usr/share/dbus-1/services
-cat >/usr/share/dbus-1/services/com.example.Activated.service <<EOS
-[D-BUS Service]
-Name=com.example.Activated
-Exec=/usr/bin/afbus-echo-service com.example.Activated
-EOS
-cat >/usr/share/dbus-1/services/com.example.Broken.service <<EOS
-[D-BUS Service]
-Name=com.example.Broken
-Exec=/bin/false
-EOS
+activatable com.example.Activated
+activatable com.example.Broken /bin/false
 
 start_bus afbus:
 

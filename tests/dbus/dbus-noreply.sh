@@ -43,15 +43,7 @@ expect_match "... which still gets its NameOwnerChanged, and no PeerGone" \
 # has it from Forwarded) whose owner dies mid-call: NoReply at once too
 # (issue 17, item 2); the daemon sends PeerGone with the name, for which
 # the library watches the names it calls directly.
-afbus-echo-service com.example.HangByName >/tmp/nr-svcn.out 2>&1 &
-svcn_pid=$!
-wait_for_name com.example.HangByName || not_ok "by name: the service gets its name"
-afbus-daemon-calls hang com.example.HangByName 20000 >/tmp/nr-calln.out 2>&1 &
-caller=$!
-sleep 3
-kill -9 $svcn_pid
-wait $svcn_pid 2>/dev/null
-wait $caller
+killed_by_name /tmp/nr-calln.out
 out=$(cat /tmp/nr-calln.out)
 expect_match "direct call by well-known name: the caller had the name's address" \
 	'^forwarded [1-9][0-9]* ' "$out"

@@ -16,12 +16,7 @@
 . /usr/libexec/afbus/dbus-test-lib.sh
 cd /tmp
 
-mkdir -p /usr/share/dbus-1/services
-cat >/usr/share/dbus-1/services/com.example.Order.service <<EOS
-[D-BUS Service]
-Name=com.example.Order
-Exec=/usr/bin/afbus-echo-service com.example.Order
-EOS
+activatable com.example.Order
 
 start_bus afbus:
 

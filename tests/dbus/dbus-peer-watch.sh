@@ -91,15 +91,7 @@ killed_mid_call "the callee dies while the daemon is stopped" stop
 
 # A call straight to a well-known name's address: the watch is on the
 # name.
-afbus-echo-service com.example.HangByName >/tmp/pw-svcn.out 2>&1 &
-svcn_pid=$!
-wait_for_name com.example.HangByName || not_ok "by name: the service gets its name"
-afbus-daemon-calls hang com.example.HangByName 20000 >/tmp/pw-calln.out 2>&1 &
-caller=$!
-sleep 3
-kill -9 $svcn_pid
-wait $svcn_pid 2>/dev/null
-wait $caller
+killed_by_name /tmp/pw-calln.out
 out=$(cat /tmp/pw-calln.out)
 expect_match "a direct call by well-known name gets NoReply when its owner dies" \
 	'^error org\.freedesktop\.DBus\.Error\.NoReply: Message recipient disconnected' "$out"

@@ -15,12 +15,8 @@
 cd /tmp
 
 svcdir=/tmp/replies-services
-mkdir -p "$svcdir"
-cat >"$svcdir/com.example.RActivated.service" <<EOS
-[D-BUS Service]
-Name=com.example.RActivated
-Exec=/usr/bin/afbus-reply serve com.example.RActivated
-EOS
+activatable com.example.RActivated \
+	"/usr/bin/afbus-reply serve com.example.RActivated" "$svcdir"
 
 # write_conf FILE AF-FILE [LIMIT-LINE]: the default policy of upstream's
 # system.conf (1.14), the test services' holes, root may monitor.

@@ -192,6 +192,33 @@ config_limit() {
 	mv "$1.tmp" "$1"
 }
 
+# activatable NAME [EXEC] [DIR]: a service file in DIR (by default the
+# session bus's /usr/share/dbus-1/services) that activates NAME with
+# EXEC (by default an afbus-echo-service owning NAME).
+activatable() {
+	_dir=${3:-/usr/share/dbus-1/services}
+	mkdir -p "$_dir"
+	printf '[D-BUS Service]\nName=%s\nExec=%s\n' "$1" \
+		"${2:-/usr/bin/afbus-echo-service $1}" >"$_dir/$1.service"
+}
+
+# killed_by_name FILE: an echo service owns com.example.HangByName, a
+# client (afbus-daemon-calls hang, 20 s timeout) calls it until its
+# library has the name's address and then calls Hang straight to that
+# address, and the service is killed mid-call; FILE gets the client's
+# output.
+killed_by_name() {
+	afbus-echo-service com.example.HangByName >"$1.svc" 2>&1 &
+	_svc=$!
+	wait_for_name com.example.HangByName || not_ok "by name: the service gets its name"
+	afbus-daemon-calls hang com.example.HangByName 20000 >"$1" 2>&1 &
+	_caller=$!
+	sleep 3
+	kill -9 $_svc
+	wait $_svc 2>/dev/null
+	wait $_caller
+}
+
 # start_mixed_bus DIR [NAME=VALUE | POLICY-LINE...]: DIR made anew, and
 # a daemon on mixed_bus_config's bus at AF=afbus:file=DIR/bus.afbus and
 # UX=unix:path=DIR/bus.sock (both set, and D=DIR), with the POLICY-LINEs
