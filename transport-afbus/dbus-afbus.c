@@ -606,8 +606,9 @@ typedef struct
  * daemon with org.freedesktop.DBus.AF_BUS.WatchPeer (s name) for the
  * signal PeerGone (s name), which the daemon sends when the peer
  * leaves, or at once if it had left before the watch was in place
- * (bus-afbus-peers.c in the daemon).  When the peer is gone, every call to it still waiting for its reply gets a
- * NoReply error from the library, as the daemon would send it.
+ * (bus-afbus-peers.c in the daemon).  When the peer is gone, every call
+ * to it still waiting for its reply gets a NoReply error from the
+ * library, as the daemon would send it.
  *
  * Replies from the peer come before PeerGone: the peer sent them before
  * its socket closed, the daemon sends PeerGone after, and the bus

@@ -1122,14 +1122,13 @@ do_writing (DBusTransport *transport)
        * overtakes this one. */
       if (bytes < 0 && saved_errno == EHOSTUNREACH && routes && addressed)
         {
-          const char *destination = dbus_message_get_destination (message);
-
-          if ((dest >> BUS_PREFIX_SHIFT) == DBUS_AFBUS_NAME_PREFIX &&
-              destination != NULL && destination[0] != ':')
+          /* (route_message() gives a name's address only for a
+           * well-known DESTINATION.) */
+          if ((dest >> BUS_PREFIX_SHIFT) == DBUS_AFBUS_NAME_PREFIX)
             {
+              well_known = dbus_message_get_destination (message);
               _dbus_afbus_name_cache_forget (afbus_transport->names,
-                                             destination);
-              well_known = destination;
+                                             well_known);
             }
           _dbus_verbose (" %016" PRIx64 " has no owner: through the daemon\n",
                          dest);
@@ -1272,9 +1271,9 @@ handle_forwarded (DBusTransportAfbus *afbus_transport,
         (callee_addr >> BUS_PREFIX_SHIFT) == 0)
       {
         watch_call (afbus_transport, callee_addr, NULL, serial);
-        /* The watch's WatchPeer now, not with our next
-         * message (the application may be blocked waiting for this
-         * call's reply); a full socket: the write watch. */
+        /* The watch's WatchPeer now, not with our next message (the
+         * application may be blocked waiting for this call's reply); a
+         * full socket: the write watch. */
         write_internal (afbus_transport);
         check_write_watch ((DBusTransport *) afbus_transport);
       }
