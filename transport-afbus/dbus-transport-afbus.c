@@ -125,6 +125,10 @@ struct DBusTransportAfbus
                                          *   or were not one valid message */
   dbus_bool_t relay;                    /**< The daemon's pair for a legacy
                                          *   client: no routing, no auth */
+  dbus_bool_t show_forwarded;           /**< Client: pass the daemon's
+                                         *   Forwarded signals on to the
+                                         *   application (for tests and
+                                         *   debugging) */
 };
 
 static void
@@ -1212,20 +1216,26 @@ do_writing (DBusTransport *transport)
 
 /*
  * The client side of org.freedesktop.DBus.AF_BUS.Forwarded: the daemon
- * tells us where a well-known name lives.  The signal is still
- * delivered, like NameAcquired.
+ * tells us where a well-known name lives.  *eaten is set when @message
+ * is a Forwarded: it is ours, and the application sees it only with
+ * DBUS_AFBUS_SHOW_INTERNAL=1 in the environment (tests use it to count
+ * the messages that went through the daemon).  FALSE if no memory.
  */
 static dbus_bool_t
 handle_forwarded (DBusTransportAfbus *afbus_transport,
-                  DBusMessage        *message)
+                  DBusMessage        *message,
+                  dbus_bool_t        *eaten)
 {
   const char *name;
   dbus_uint64_t addr;
   DBusError error = DBUS_ERROR_INIT;
 
+  *eaten = FALSE;
   if (!dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "Forwarded") ||
       !dbus_message_has_sender (message, DBUS_SERVICE_DBUS))
     return TRUE;
+
+  *eaten = !afbus_transport->show_forwarded;
 
   if (!dbus_message_get_args (message, &error,
                               DBUS_TYPE_STRING, &name,
@@ -1325,14 +1335,15 @@ check_incoming (DBusTransportAfbus *afbus_transport,
       if (!handle_internal (afbus_transport, message, &eaten))
         return FALSE;
 
+      if (!eaten && !handle_forwarded (afbus_transport, message, &eaten))
+        return FALSE;
+
       if (eaten)
         {
           message = _dbus_message_loader_pop_message (loader);
           dbus_message_unref (message);
-          return TRUE;
         }
-
-      return handle_forwarded (afbus_transport, message);
+      return TRUE;
     }
 
   if (_dbus_message_loader_get_is_corrupted (loader) ||
@@ -1856,6 +1867,7 @@ afbus_transport_new (DBusSocket        fd,
 
   if (server_guid == NULL && !relay)
     {
+      const char *show;
       int one = 1;
 
       /* A message to an address nobody owns fails, rather than reach the
@@ -1870,6 +1882,9 @@ afbus_transport_new (DBusSocket        fd,
       afbus_transport->names = _dbus_afbus_name_cache_new ();
       if (afbus_transport->names == NULL)
         goto failed;
+
+      show = _dbus_getenv ("DBUS_AFBUS_SHOW_INTERNAL");
+      afbus_transport->show_forwarded = show != NULL && strcmp (show, "1") == 0;
 
       afbus_transport->peers = _dbus_afbus_peers_new ();
       if (afbus_transport->peers == NULL)

@@ -354,6 +354,10 @@ static int hang(const char *name, int timeout)
 
 int main(int argc, char **argv)
 {
+	/* The library passes its Forwarded signals on to us only with
+	 * this; DBUS_AFBUS_SHOW_INTERNAL=0 checks that it does not by
+	 * default. */
+	setenv("DBUS_AFBUS_SHOW_INTERNAL", "1", 0);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 4 && strcmp(argv[1], "serve") == 0)
 		return serve(argv[2], atoi(argv[3]));

@@ -18,9 +18,16 @@
  * As above (DELAY-MS -1), but once connected it prints "connected" and
  * waits for a line on its standard input before the first call.
  *
+ * Usage: afbus-echo-client --progress DEST COUNT DELAY-MS
+ * As the first form, and prints "answered N" once the Nth call is done.
+ *
  * Usage: afbus-echo-client --fd DEST
  * Passes the read end of a pipe holding a known text to ReadFd and
  * checks that the service read that text from it.
+ *
+ * The library passes Forwarded on to the application only with
+ * DBUS_AFBUS_SHOW_INTERNAL=1, which this tool sets unless the
+ * environment says otherwise.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,15 +133,20 @@ int main(int argc, char **argv)
 {
 	DBusError error = DBUS_ERROR_INIT;
 	DBusConnection *c;
-	int i, count, delay, ok = 0, errors = 0, wait_line = 0;
+	int i, count, delay, ok = 0, errors = 0, wait_line = 0, progress = 0;
 	char owners[1024] = "", buf[64];
 
 	size_t size;
 	char *big = NULL;
 
+	/* The library passes its Forwarded signals on to us only with
+	 * this; DBUS_AFBUS_SHOW_INTERNAL=0 checks that it does not by
+	 * default. */
+	setenv("DBUS_AFBUS_SHOW_INTERNAL", "1", 0);
 	if (argc < 3) {
 		fprintf(stderr, "usage: afbus-echo-client DEST COUNT [DELAY-MS [SIZE]]\n"
 			"       afbus-echo-client --wait DEST COUNT\n"
+			"       afbus-echo-client --progress DEST COUNT DELAY-MS\n"
 			"       afbus-echo-client --fd DEST\n");
 		return 2;
 	}
@@ -144,6 +156,13 @@ int main(int argc, char **argv)
 		if (argc != 4)
 			return 2;
 		wait_line = 1;
+		argv++;
+		argc--;
+	} else if (strcmp(argv[1], "--progress") == 0) {
+		if (argc != 5)
+			return 2;
+		progress = 1;
+		setvbuf(stdout, NULL, _IOLBF, 0);
 		argv++;
 		argc--;
 	}
@@ -202,6 +221,8 @@ int main(int argc, char **argv)
 			/* A Forwarded that came after the reply: the next
 			 * call can go directly. */
 			read_pending(c);
+			if (progress)
+				printf("answered %d\n", i + 1);
 		}
 	}
 	/* Signals that arrived after the last reply. */

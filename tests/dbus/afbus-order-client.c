@@ -77,6 +77,10 @@ int main(int argc, char **argv)
 	unsigned int count, i;
 	int tries;
 
+	/* The library passes its Forwarded signals on to us only with
+	 * this; DBUS_AFBUS_SHOW_INTERNAL=0 checks that it does not by
+	 * default. */
+	setenv("DBUS_AFBUS_SHOW_INTERNAL", "1", 0);
 	if (argc != 3) {
 		fprintf(stderr, "usage: afbus-order-client NAME COUNT\n");
 		return 2;

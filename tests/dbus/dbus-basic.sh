@@ -94,6 +94,20 @@ out=$(timeout 60 afbus-echo-client "$svc" 20 2>&1)
 expect_eq "20 calls by unique name: no Forwarded" \
 	"calls=20 ok=20 errors=0 forwarded=0 owners=" "$out"
 
+# Forwarded is the library's own: without DBUS_AFBUS_SHOW_INTERNAL=1 the
+# application sees none, yet the library learns the address from it.
+# Once three calls are answered the daemon is stopped, and the other
+# 27 (with their Whoami calls) still go straight to the service.
+DBUS_AFBUS_SHOW_INTERNAL=0 afbus-echo-client --progress com.example.Echo 30 50 \
+	>/tmp/hidden.out 2>&1 &
+hidden_pid=$!
+wait_for_line /tmp/hidden.out '^answered 3$'
+kill -STOP $BUS_PID
+wait_exit $hidden_pid
+kill -CONT $BUS_PID
+expect_match "Forwarded hidden from the application, yet 30 calls by name answered with the daemon stopped after the third" \
+	'^calls=30 ok=30 errors=0 forwarded=0 owners=:' "$(grep -v '^answered' /tmp/hidden.out)"
+
 out=$(timeout 20 dbus-send --session --print-reply --dest=com.example.Nobody / \
 	com.example.Echo.Echo string:x 2>&1)
 expect_match "a name without owner gives ServiceUnknown/NameHasNoOwner" \
