@@ -52,23 +52,27 @@
  *   nobody has it and the kernel routes messages sent to it to the
  *   daemon, which delivers or refuses them like any other.
  *
- * - Every message an AF_BUS client sends the daemon for a well-known
- *   name (not the daemon's own) is answered, once it is dispatched,
- *   with the signal org.freedesktop.DBus.AF_BUS.Forwarded (name,
- *   address), address 0 meaning "keep sending through the daemon".
- *   The client library counts them to keep its messages in order.  The
- *   address is given only once the forwarded message is in the kernel
- *   (the daemon's queue for the owner is empty after the transaction):
- *   the kernel orders the client's direct messages after it.  While the
- *   owner's queue is backed up, or while an activation is pending or
- *   failed, Forwarded says 0.
- *   Forwarded (s name, t address, u serial, s callee) also says, for a
- *   method call the daemon forwarded to an AF_BUS client (not a legacy
- *   one), which client is to answer call @serial through the kernel
- *   (serial 0 and "" otherwise): the daemon keeps no pending reply for
- *   it (bus_afbus_kernel_awaits_reply()), and the caller's library
- *   watches the callee, as for its direct calls, to answer NoReply if
- *   the callee leaves first.
+ * - Every message an AF_BUS client sends the daemon for another
+ *   connection, by well-known or unique name (not the daemon's own), is
+ *   answered, once it is dispatched, with the signal
+ *   org.freedesktop.DBus.AF_BUS.Forwarded (s name, t address, u serial,
+ *   s callee, s owner), address 0 meaning "keep sending through the
+ *   daemon".  The client library counts them to keep its messages in
+ *   order (DBusAfbusNameCache).  The address (a unique name's own, for a
+ *   unique name) is given only once the forwarded message is in the
+ *   kernel (the daemon's queue for the owner is empty after the
+ *   transaction): the kernel orders the client's direct messages after
+ *   it.  While the owner's queue is backed up, or while an activation is
+ *   pending or failed, Forwarded says 0.  @owner is the unique name of
+ *   the AF_BUS client the message went to, or "": with address 0 it
+ *   tells the client that this owner is slow, and that its messages to
+ *   it, by any name, must go through the daemon for now.  Forwarded
+ *   also says, for a method call the daemon forwarded to an AF_BUS
+ *   client (not a legacy one), which client is to answer call @serial
+ *   through the kernel (serial 0 and "" otherwise): the daemon keeps no
+ *   pending reply for it (bus_afbus_kernel_awaits_reply()), and the
+ *   caller's library watches the callee, as for its direct calls, to
+ *   answer NoReply if the callee leaves first.
  *
  * - Address moves are undone when the daemon cancels the transaction
  *   that made them (as it undoes the name ownership change).
@@ -733,10 +737,11 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
   dbus_uint64_t addr = 0;
   dbus_uint32_t serial = 0;
   const char *callee = "";
+  const char *owner_name = NULL;
   dbus_bool_t ok;
 
   /* Legacy clients send everything through the daemon. */
-  if (name == NULL || name[0] == ':' || strcmp (name, DBUS_SERVICE_DBUS) == 0 ||
+  if (name == NULL || strcmp (name, DBUS_SERVICE_DBUS) == 0 ||
       !bus_afbus_connection_is_afbus (sender) ||
       bus_afbus_legacy_is_legacy (sender))
     return TRUE;
@@ -746,14 +751,20 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
   service = bus_registry_lookup (registry, &str);
   if (service != NULL)
     owner = bus_service_get_primary_owners_connection (service);
+  if (owner != NULL && bus_afbus_connection_is_afbus (owner))
+    owner_name = bus_connection_get_name (owner);
+  if (owner_name == NULL)
+    owner_name = "";
 
   /* A message still queued in the daemon for the owner could be
    * overtaken by the sender's direct ones: address 0 until it is gone.
-   * (A legacy owner's queue is the one for its A1.) */
-  if (!give_address || owner == NULL ||
-      !bus_afbus_connection_is_afbus (owner) ||
+   * (A legacy owner's queue is the one for its A1.)  A unique name's
+   * address is its own. */
+  if (!give_address || owner_name[0] == '\0' ||
       dbus_connection_has_messages_to_send (bus_afbus_legacy_outgoing (owner)) ||
-      !bus_afbus_name_addr (name, &addr))
+      !(name[0] == ':' ?
+        _dbus_afbus_addr_from_unique_name (name, &addr) :
+        bus_afbus_name_addr (name, &addr)))
     addr = 0;
 
   /* The call @forwarded went to @owner, which answers it through the
@@ -782,6 +793,7 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
                                  DBUS_TYPE_UINT64, &addr,
                                  DBUS_TYPE_UINT32, &serial,
                                  DBUS_TYPE_STRING, &callee,
+                                 DBUS_TYPE_STRING, &owner_name,
                                  DBUS_TYPE_INVALID) &&
        bus_transaction_send_from_driver (transaction, sender, message);
   dbus_message_unref (message);

@@ -373,37 +373,55 @@ typedef struct
 {
   char *name;                   /**< well-known name, NULL if the slot is free */
   dbus_uint64_t addr;           /**< its address, 0 if it has none (yet) */
-  int pending;                  /**< messages to it still queued at the master */
+  dbus_uint64_t owner;          /**< its owner's unique address, as the
+                                 *   last Forwarded about it said (0:
+                                 *   none, or not said) */
   unsigned long last_use;       /**< LRU clock at the last use */
 } DBusAfbusNameEntry;
 
 /**
- * The client's cache of well-known names.
+ * Where a client's messages may go straight through the kernel, and
+ * where they must go through the daemon to stay in order.
  *
- * A message to a name goes straight to the name's address only when the
- * daemon has told us the address and none of our earlier messages to
- * that name still waits in the daemon: every message we send the daemon
- * for a well-known name makes it send us exactly one Forwarded signal
- * (with address 0 when the name has no AF_BUS address), so counting them
- * keeps the messages to one name in order.
+ * A message to another client goes through the daemon when its
+ * destination is a well-known name whose address we do not know, and
+ * in the cases below.  For each such message (to any destination but
+ * the daemon itself) the daemon sends us exactly one Forwarded signal
+ * once it has dispatched it, in the order we sent them (7.2 in
+ * doc/afbus-transport.md).  @in_daemon counts the messages it has not
+ * answered yet; while it is not 0 no message goes straight to anybody
+ * (replies and multicast signals excepted, see
+ * dbus-transport-afbus.c): the daemon has not handed them on yet, and
+ * a message sent through the kernel could overtake them.
  *
- * A name with messages still in the daemon keeps its entry.  When every
- * entry has some, a message for another name is counted in @overflow
- * instead, and while @overflow is not 0 no message goes straight to any
- * name.  A Forwarded about a name whose entry counts none (or that has
- * none) is taken off @overflow: it answers a message counted there.  A
- * Forwarded taken off an entry may answer a message counted in @overflow
- * before the name got its entry; the entry's own message then stays
- * counted in @overflow until its Forwarded, so the sum of the counts is
- * always the number of messages in the daemon, and once @overflow is 0
- * each entry counts exactly its own.
+ * Forwarded says which client the message went to (its owner) and,
+ * with an address of 0, that it still waits in the daemon's queue for
+ * that client, which does not read fast enough.  The owner is then
+ * slow: every message to it, by its unique name or by any name we know
+ * it owns, goes through the daemon, behind the ones waiting there,
+ * until a Forwarded about it gives an address (its queue was empty
+ * once the message was handed on).  At most
+ * DBUS_AFBUS_NAME_CACHE_SIZE owners are remembered as slow: past that
+ * the one marked longest ago is forgotten and counted in
+ * @slow_forgotten, and a message straight to it may overtake ours that
+ * wait in the daemon.
+ *
+ * The well-known names are remembered in an LRU table of
+ * DBUS_AFBUS_NAME_CACHE_SIZE entries, with the address and the owner
+ * their last Forwarded gave.
  */
 struct DBusAfbusNameCache
 {
   DBusAfbusNameEntry entries[DBUS_AFBUS_NAME_CACHE_SIZE];
+  dbus_uint64_t slow[DBUS_AFBUS_NAME_CACHE_SIZE]; /**< slow owners, 0: free */
+  unsigned long slow_use[DBUS_AFBUS_NAME_CACHE_SIZE]; /**< LRU clock when
+                                                       *   marked */
+  unsigned int n_slow;          /**< slots of @slow in use */
   unsigned long clock;
-  int overflow;                 /**< messages in the daemon for names
-                                 *   without an entry (see above) */
+  unsigned long in_daemon;      /**< our messages to other clients that the
+                                 *   daemon has not answered with
+                                 *   Forwarded */
+  unsigned long slow_forgotten; /**< slow owners forgotten for room */
 };
 
 DBusAfbusNameCache *
@@ -446,19 +464,16 @@ name_cache_find (DBusAfbusNameCache *cache,
   return NULL;
 }
 
-/* Finds the entry of @name, or replaces the least recently used one
- * without messages in the daemon.  NULL with *full set when every entry
- * has some; NULL with *full unset if no memory. */
+/* Finds the entry of @name, or replaces the least recently used one.
+ * NULL if no memory. */
 static DBusAfbusNameEntry *
 name_cache_ensure (DBusAfbusNameCache *cache,
-                   const char         *name,
-                   dbus_bool_t        *full)
+                   const char         *name)
 {
   DBusAfbusNameEntry *e, *victim = NULL;
   char *copy;
   int i;
 
-  *full = FALSE;
   e = name_cache_find (cache, name);
   if (e != NULL)
     return e;
@@ -471,15 +486,8 @@ name_cache_ensure (DBusAfbusNameCache *cache,
           victim = e;
           break;
         }
-      if (e->pending == 0 &&
-          (victim == NULL || e->last_use < victim->last_use))
+      if (victim == NULL || e->last_use < victim->last_use)
         victim = e;
-    }
-
-  if (victim == NULL)
-    {
-      *full = TRUE;
-      return NULL;
     }
 
   copy = _dbus_strdup (name);
@@ -491,9 +499,87 @@ name_cache_ensure (DBusAfbusNameCache *cache,
   dbus_free (victim->name);
   victim->name = copy;
   victim->addr = 0;
-  victim->pending = 0;
+  victim->owner = 0;
   victim->last_use = ++cache->clock;
   return victim;
+}
+
+static int
+slow_find (DBusAfbusNameCache *cache,
+           dbus_uint64_t       owner)
+{
+  int i;
+
+  if (cache->n_slow == 0)
+    return -1;
+
+  for (i = 0; i < DBUS_AFBUS_NAME_CACHE_SIZE; i++)
+    if (cache->slow[i] == owner)
+      return i;
+
+  return -1;
+}
+
+static void
+slow_mark (DBusAfbusNameCache *cache,
+           dbus_uint64_t       owner)
+{
+  int i, victim = -1;
+
+  i = slow_find (cache, owner);
+  if (i < 0)
+    {
+      for (i = 0; i < DBUS_AFBUS_NAME_CACHE_SIZE; i++)
+        {
+          if (cache->slow[i] == 0)
+            {
+              victim = i;
+              break;
+            }
+          if (victim < 0 || cache->slow_use[i] < cache->slow_use[victim])
+            victim = i;
+        }
+
+      i = victim;
+      if (cache->slow[i] != 0)
+        {
+          cache->slow_forgotten++;
+          _dbus_verbose ("AF_BUS: %016" PRIx64 " no longer remembered as"
+                         " slow (%lu forgotten)\n", cache->slow[i],
+                         cache->slow_forgotten);
+        }
+      else
+        {
+          cache->n_slow++;
+        }
+      cache->slow[i] = owner;
+    }
+
+  cache->slow_use[i] = ++cache->clock;
+}
+
+static void
+slow_clear (DBusAfbusNameCache *cache,
+            dbus_uint64_t       owner)
+{
+  int i = slow_find (cache, owner);
+
+  if (i >= 0)
+    {
+      cache->slow[i] = 0;
+      cache->n_slow--;
+    }
+}
+
+/**
+ * Whether a message may go straight to the client at the unique
+ * address @p owner: none of ours waits in the daemon.
+ */
+dbus_bool_t
+_dbus_afbus_name_cache_direct (DBusAfbusNameCache *cache,
+                               dbus_uint64_t       owner)
+{
+  return cache->in_daemon == 0 && slow_find (cache, owner) < 0;
 }
 
 /**
@@ -509,11 +595,12 @@ _dbus_afbus_name_cache_lookup (DBusAfbusNameCache *cache,
 {
   DBusAfbusNameEntry *e;
 
-  if (cache->overflow > 0)
+  if (cache->in_daemon > 0)
     return FALSE;
 
   e = name_cache_find (cache, name);
-  if (e == NULL || e->addr == 0 || e->pending > 0)
+  if (e == NULL || e->addr == 0 ||
+      (e->owner != 0 && slow_find (cache, e->owner) >= 0))
     return FALSE;
 
   *addr = e->addr;
@@ -521,55 +608,54 @@ _dbus_afbus_name_cache_lookup (DBusAfbusNameCache *cache,
 }
 
 /**
- * Records that a message for @p name went to the master.
- *
- * @returns #FALSE if no memory
+ * Records that a message for another client went to the master, which
+ * answers it with Forwarded.
  */
-dbus_bool_t
-_dbus_afbus_name_cache_sent_to_master (DBusAfbusNameCache *cache,
-                                       const char         *name)
+void
+_dbus_afbus_name_cache_sent_to_master (DBusAfbusNameCache *cache)
 {
-  dbus_bool_t full;
-  DBusAfbusNameEntry *e = name_cache_ensure (cache, name, &full);
-
-  if (e == NULL && !full)
-    return FALSE;
-
-  if (e != NULL)
-    e->pending++;
-  else
-    cache->overflow++;
-  return TRUE;
+  cache->in_daemon++;
 }
 
 /**
- * Records a Forwarded signal: the master handled one of our messages for
- * @p name, which now lives at @p addr (0: no AF_BUS address).
+ * Records a Forwarded signal: the master handed on one of our messages
+ * for @p name (a well-known or a unique name) to the client at the
+ * unique address @p owner (0 if none), and the name now lives at @p addr
+ * (a unique name: its own address), or 0 if the message still waits in
+ * the master's queue for @p owner (or the name has no AF_BUS address).
  *
- * @returns #FALSE if no memory
+ * @returns #FALSE if no memory (nothing is recorded then)
  */
 dbus_bool_t
 _dbus_afbus_name_cache_forwarded (DBusAfbusNameCache *cache,
                                   const char         *name,
-                                  dbus_uint64_t       addr)
+                                  dbus_uint64_t       addr,
+                                  dbus_uint64_t       owner)
 {
-  dbus_bool_t full;
-  DBusAfbusNameEntry *e = name_cache_ensure (cache, name, &full);
+  if (name[0] != ':')
+    {
+      DBusAfbusNameEntry *e = name_cache_ensure (cache, name);
 
-  if (e == NULL && !full)
-    return FALSE;
+      if (e == NULL)
+        return FALSE;
+      e->addr = addr;
+      e->owner = owner;
+    }
 
-  if (e != NULL && e->pending > 0)
-    e->pending--;
-  else if (cache->overflow > 0)
-    cache->overflow--;
+  /* A kernel without BUS_NO_DEFAULT_ROUTE may bring the daemon messages
+   * we did not count. */
+  if (cache->in_daemon > 0)
+    cache->in_daemon--;
 
-  if (e != NULL)
-    e->addr = addr;
-  _dbus_verbose ("AF_BUS name cache: %s is at %016" PRIx64 ","
-                 " %d message(s) still at the master, %d for names"
-                 " not cached\n", name, addr, e != NULL ? e->pending : 0,
-                 cache->overflow);
+  if (owner != 0 && addr != 0)
+    slow_clear (cache, owner);
+  else if (owner != 0)
+    slow_mark (cache, owner);
+
+  _dbus_verbose ("AF_BUS name cache: %s is at %016" PRIx64 ", owner"
+                 " %016" PRIx64 "; %lu message(s) still at the master,"
+                 " %u slow owner(s)\n", name, addr, owner,
+                 cache->in_daemon, cache->n_slow);
   return TRUE;
 }
 
@@ -586,6 +672,17 @@ _dbus_afbus_name_cache_forget (DBusAfbusNameCache *cache,
 
   if (e != NULL)
     e->addr = 0;
+}
+
+/**
+ * The client at the unique address @p owner left the bus: nothing of
+ * ours can wait for it any more.
+ */
+void
+_dbus_afbus_name_cache_peer_gone (DBusAfbusNameCache *cache,
+                                  dbus_uint64_t       owner)
+{
+  slow_clear (cache, owner);
 }
 
 typedef struct
@@ -965,7 +1062,8 @@ check_codec (dbus_uint64_t addr,
   _dbus_string_free (&str);
 }
 
-/* Where a message for @name goes: its address, or 0 (the master). */
+/* Where a message for the well-known @name goes: its address, or 0
+ * (the master). */
 static dbus_uint64_t
 route (DBusAfbusNameCache *cache,
        const char         *name)
@@ -979,28 +1077,23 @@ route (DBusAfbusNameCache *cache,
 }
 
 static void
-sent (DBusAfbusNameCache *cache,
-      const char         *name)
-{
-  if (!_dbus_afbus_name_cache_sent_to_master (cache, name))
-    _dbus_test_fatal ("out of memory");
-}
-
-static void
 forwarded (DBusAfbusNameCache *cache,
            const char         *name,
-           dbus_uint64_t       addr)
+           dbus_uint64_t       addr,
+           dbus_uint64_t       owner)
 {
-  if (!_dbus_afbus_name_cache_forwarded (cache, name, addr))
+  if (!_dbus_afbus_name_cache_forwarded (cache, name, addr, owner))
     _dbus_test_fatal ("out of memory");
 }
 
 #define A(n) ((DBUS_AFBUS_NAME_PREFIX << BUS_PREFIX_SHIFT) | (n))
+#define U(n) ((dbus_uint64_t) (n))
 
 /**
- * Unit test of the unique-name codec and of the client's name cache:
- * the counts of messages in the daemon, which keep the messages to one
- * name in order.
+ * Unit test of the unique-name codec and of the client's routing state:
+ * the count of messages in the daemon, the names' addresses and the
+ * slow owners, which keep one client's messages to each receiver in
+ * order.
  *
  * @returns #TRUE on success.
  */
@@ -1028,78 +1121,116 @@ _dbus_afbus_test (const char *test_data_dir _DBUS_GNUC_UNUSED)
     _dbus_test_fatal ("out of memory");
 
   /* Unknown, then told: direct once each message in the daemon is
-   * answered, not before. */
+   * answered, not before; meanwhile nothing goes straight to a unique
+   * name either. */
   _dbus_test_check (route (cache, "com.a") == 0);
-  sent (cache, "com.a");
-  sent (cache, "com.a");
-  forwarded (cache, "com.a", A (1));
+  _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (1)));
+  _dbus_afbus_name_cache_sent_to_master (cache);
+  _dbus_afbus_name_cache_sent_to_master (cache);
+  _dbus_test_check (!_dbus_afbus_name_cache_direct (cache, U (2)));
+  forwarded (cache, "com.a", A (1), U (1));
   _dbus_test_check (route (cache, "com.a") == 0);
-  forwarded (cache, "com.a", A (1));
+  _dbus_test_check (!_dbus_afbus_name_cache_direct (cache, U (2)));
+  forwarded (cache, "com.a", A (1), U (1));
+  _dbus_test_check (route (cache, "com.a") == A (1));
+  _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (1)));
+  _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (2)));
+
+  /* A message to another name, or to a unique name, in the daemon
+   * keeps every destination on the daemon's path. */
+  _dbus_afbus_name_cache_sent_to_master (cache);
+  _dbus_test_check (route (cache, "com.a") == 0);
+  forwarded (cache, ":0.2", U (2), U (2));
   _dbus_test_check (route (cache, "com.a") == A (1));
 
-  /* Address 0 keeps it on the daemon's path; a Forwarded with no
-   * message of ours counted changes the address only. */
-  forwarded (cache, "com.a", 0);
+  /* Address 0 with no owner (the name has none) keeps it on the
+   * daemon's path; a Forwarded with no message of ours counted changes
+   * the address only. */
+  forwarded (cache, "com.a", 0, 0);
   _dbus_test_check (route (cache, "com.a") == 0);
-  forwarded (cache, "com.a", A (1));
+  _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (1)));
+  forwarded (cache, "com.a", A (1), U (1));
   _dbus_test_check (route (cache, "com.a") == A (1));
 
   /* Nobody had the address: forgotten until the daemon says again. */
   _dbus_afbus_name_cache_forget (cache, "com.a");
   _dbus_test_check (route (cache, "com.a") == 0);
-  sent (cache, "com.a");
-  forwarded (cache, "com.a", A (2));
+  _dbus_afbus_name_cache_sent_to_master (cache);
+  forwarded (cache, "com.a", A (2), U (1));
   _dbus_test_check (route (cache, "com.a") == A (2));
 
-  /* 64 names told, none in the daemon: a 65th replaces the least
-   * recently used. */
-  for (i = 1; i < DBUS_AFBUS_NAME_CACHE_SIZE; i++)
-    {
-      snprintf (name, sizeof (name), "com.n%u", i);
-      sent (cache, name);
-      forwarded (cache, name, A (100 + i));
-    }
-  _dbus_test_check (route (cache, "com.n1") == A (101));
-  sent (cache, "com.new");
-  _dbus_test_check (route (cache, "com.a") == 0);
-  _dbus_test_check (route (cache, "com.n1") == A (101));
-  forwarded (cache, "com.new", A (3));
-  _dbus_test_check (route (cache, "com.new") == A (3));
+  /* A slow owner: its message still waits in the daemon's queue.
+   * Nothing goes straight to it, by its unique name or by another name
+   * it owns, until a Forwarded about it gives an address; the others
+   * are not held up. */
+  _dbus_afbus_name_cache_sent_to_master (cache);
+  forwarded (cache, "com.b", A (3), U (3));
+  _dbus_afbus_name_cache_sent_to_master (cache);
+  forwarded (cache, "com.c", A (4), U (3));
+  _dbus_afbus_name_cache_sent_to_master (cache);
+  forwarded (cache, "com.b", 0, U (3));
+  _dbus_test_check (route (cache, "com.b") == 0);
+  _dbus_test_check (route (cache, "com.c") == 0);
+  _dbus_test_check (!_dbus_afbus_name_cache_direct (cache, U (3)));
+  _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (1)));
+  _dbus_test_check (route (cache, "com.a") == A (2));
+  _dbus_afbus_name_cache_sent_to_master (cache);
+  forwarded (cache, ":0.3", 0, U (3));
+  _dbus_test_check (!_dbus_afbus_name_cache_direct (cache, U (3)));
+  _dbus_afbus_name_cache_sent_to_master (cache);
+  forwarded (cache, ":0.3", U (3), U (3));
+  _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (3)));
+  _dbus_test_check (route (cache, "com.c") == A (4));
+  /* (com.b's last Forwarded gave no address.) */
+  _dbus_test_check (route (cache, "com.b") == 0);
 
-  /* Every name with a message in the daemon: none is replaced, another
-   * name's message is counted apart, and until it is answered nothing
-   * goes direct. */
-  for (i = 1; i < DBUS_AFBUS_NAME_CACHE_SIZE; i++)
+  /* A slow owner that leaves is slow no more. */
+  _dbus_afbus_name_cache_sent_to_master (cache);
+  forwarded (cache, ":0.3", 0, U (3));
+  _dbus_test_check (!_dbus_afbus_name_cache_direct (cache, U (3)));
+  _dbus_afbus_name_cache_peer_gone (cache, U (3));
+  _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (3)));
+
+  /* 64 slow owners are remembered; a 65th makes the one marked longest
+   * ago forgotten. */
+  for (i = 0; i <= DBUS_AFBUS_NAME_CACHE_SIZE; i++)
+    {
+      snprintf (name, sizeof (name), ":0.%x", 100 + i);
+      _dbus_afbus_name_cache_sent_to_master (cache);
+      forwarded (cache, name, 0, U (100 + i));
+    }
+  _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (100)));
+  for (i = 1; i <= DBUS_AFBUS_NAME_CACHE_SIZE; i++)
+    _dbus_test_check (!_dbus_afbus_name_cache_direct (cache, U (100 + i)));
+  for (i = 1; i <= DBUS_AFBUS_NAME_CACHE_SIZE; i++)
+    _dbus_afbus_name_cache_peer_gone (cache, U (100 + i));
+  for (i = 0; i <= DBUS_AFBUS_NAME_CACHE_SIZE; i++)
+    _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (100 + i)));
+
+  /* 64 names told: a 65th replaces the least recently used. */
+  _dbus_afbus_name_cache_free (cache);
+  cache = _dbus_afbus_name_cache_new ();
+  if (cache == NULL)
+    _dbus_test_fatal ("out of memory");
+  for (i = 0; i < DBUS_AFBUS_NAME_CACHE_SIZE; i++)
     {
       snprintf (name, sizeof (name), "com.n%u", i);
-      sent (cache, name);
+      forwarded (cache, name, A (100 + i), U (100 + i));
     }
-  sent (cache, "com.new");
-  sent (cache, "com.other");            /* counted apart */
-  _dbus_test_check (route (cache, "com.n5") == 0);
-  for (i = 1; i < DBUS_AFBUS_NAME_CACHE_SIZE; i++)
-    {
-      snprintf (name, sizeof (name), "com.n%u", i);
-      forwarded (cache, name, A (100 + i));
-    }
-  forwarded (cache, "com.new", A (3));
-  /* All but com.other's answered: still nothing direct. */
-  _dbus_test_check (route (cache, "com.n5") == 0);
+  _dbus_test_check (route (cache, "com.n0") == A (100));
+  forwarded (cache, "com.new", A (5), U (5));
+  _dbus_test_check (route (cache, "com.n1") == 0);
+  _dbus_test_check (route (cache, "com.n0") == A (100));
+  _dbus_test_check (route (cache, "com.n2") == A (102));
+  _dbus_test_check (route (cache, "com.new") == A (5));
+
+  /* Answers past the count (a kernel without BUS_NO_DEFAULT_ROUTE)
+   * leave it at 0. */
+  forwarded (cache, ":0.1", U (1), U (1));
+  _dbus_afbus_name_cache_sent_to_master (cache);
   _dbus_test_check (route (cache, "com.new") == 0);
-  /* com.other now gets an entry (the least recently used one, com.n1,
-   * is replaced) before its Forwarded comes: a new message to it is
-   * counted there. */
-  sent (cache, "com.other");
-  /* The first Forwarded answers the message counted apart, but is
-   * taken off the entry: still nothing direct. */
-  forwarded (cache, "com.other", A (4));
-  _dbus_test_check (route (cache, "com.other") == 0);
-  _dbus_test_check (route (cache, "com.n5") == 0);
-  /* The second answers the entry's own: everything is exact again. */
-  forwarded (cache, "com.other", A (4));
-  _dbus_test_check (route (cache, "com.other") == A (4));
-  _dbus_test_check (route (cache, "com.n5") == A (105));
-  _dbus_test_check (route (cache, "com.new") == A (3));
+  forwarded (cache, ":0.1", U (1), U (1));
+  _dbus_test_check (route (cache, "com.new") == A (5));
 
   _dbus_afbus_name_cache_free (cache);
   return TRUE;

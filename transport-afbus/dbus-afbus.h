@@ -122,13 +122,17 @@ void          _dbus_afbus_name_cache_free       (DBusAfbusNameCache *cache);
 dbus_bool_t   _dbus_afbus_name_cache_lookup     (DBusAfbusNameCache *cache,
                                                  const char         *name,
                                                  dbus_uint64_t      *addr);
-dbus_bool_t   _dbus_afbus_name_cache_sent_to_master (DBusAfbusNameCache *cache,
-                                                 const char         *name);
+dbus_bool_t   _dbus_afbus_name_cache_direct     (DBusAfbusNameCache *cache,
+                                                 dbus_uint64_t       owner);
+void          _dbus_afbus_name_cache_sent_to_master (DBusAfbusNameCache *cache);
 void          _dbus_afbus_name_cache_forget     (DBusAfbusNameCache *cache,
                                                  const char         *name);
 dbus_bool_t   _dbus_afbus_name_cache_forwarded  (DBusAfbusNameCache *cache,
                                                  const char         *name,
-                                                 dbus_uint64_t       addr);
+                                                 dbus_uint64_t       addr,
+                                                 dbus_uint64_t       owner);
+void          _dbus_afbus_name_cache_peer_gone  (DBusAfbusNameCache *cache,
+                                                 dbus_uint64_t       owner);
 
 typedef struct DBusAfbusPeers DBusAfbusPeers;
 

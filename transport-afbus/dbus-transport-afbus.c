@@ -488,27 +488,38 @@ do_authentication (DBusTransport *transport,
 /*
  * Where a client sends @message: the address of its destination when
  * the kernel can take it there, else the master (address 0).
- * *well_known is set to the destination when it is a well-known name
- * that the master has to resolve.
+ * *counted is set when it goes to the master for another client: the
+ * daemon answers it with Forwarded (DBusAfbusNameCache).
+ *
+ * A message to a well-known name goes to the name's address once the
+ * daemon has said where it lives (Forwarded); one to a unique name
+ * goes to that client's address.  Either goes through the daemon while
+ * messages of ours still wait there (or wait in its queue for that
+ * client), so that it reaches its receiver after them, as from
+ * dbus-daemon.  Replies do not: the daemon does not know of the calls
+ * made through the kernel, so it would refuse their replies as
+ * unrequested (on the system bus); a reply may then reach its
+ * receiver before a message of ours that waits in the daemon.
  *
  * Signals without a destination are multicast to every client (all
  * have an address of prefix 0): the kernel delivers them to those whose
  * match rules they match, which the daemon gave it (nfdbus; see
- * bus-afbus-match.c).  Other messages without a destination go to the
+ * bus-afbus-match.c).  They too may overtake our messages that wait
+ * in the daemon.  Other messages without a destination go to the
  * master, as to dbus-daemon.
  */
 static dbus_uint64_t
 route_message (DBusTransportAfbus *afbus_transport,
                DBusMessage        *message,
-               const char        **well_known)
+               dbus_bool_t        *counted)
 {
   const char *dest = dbus_message_get_destination (message);
+  int type = dbus_message_get_type (message);
   dbus_uint64_t addr;
 
-  *well_known = NULL;
+  *counted = FALSE;
 
-  if (dest == NULL &&
-      dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_SIGNAL)
+  if (dest == NULL && type == DBUS_MESSAGE_TYPE_SIGNAL)
     return DBUS_AFBUS_MULTICAST (0);
 
   if (dest == NULL || strcmp (dest, DBUS_SERVICE_DBUS) == 0)
@@ -516,16 +527,19 @@ route_message (DBusTransportAfbus *afbus_transport,
 
   if (dest[0] == ':')
     {
-      /* Another transport's client: the master relays. */
-      if (_dbus_afbus_addr_from_unique_name (dest, &addr))
+      /* (One that is not an AF_BUS name: the daemon routes it.) */
+      if (_dbus_afbus_addr_from_unique_name (dest, &addr) &&
+          (type == DBUS_MESSAGE_TYPE_METHOD_RETURN ||
+           type == DBUS_MESSAGE_TYPE_ERROR ||
+           _dbus_afbus_name_cache_direct (afbus_transport->names, addr)))
         return addr;
-      return DBUS_AFBUS_MASTER;
+    }
+  else if (_dbus_afbus_name_cache_lookup (afbus_transport->names, dest, &addr))
+    {
+      return addr;
     }
 
-  if (_dbus_afbus_name_cache_lookup (afbus_transport->names, dest, &addr))
-    return addr;
-
-  *well_known = dest;
+  *counted = TRUE;
   return DBUS_AFBUS_MASTER;
 }
 
@@ -919,6 +933,9 @@ peer_gone (DBusTransportAfbus *afbus_transport,
   dbus_bool_t ok = TRUE;
   char *well_known;
 
+  /* Nothing of ours can wait in the daemon for it any more. */
+  _dbus_afbus_name_cache_peer_gone (afbus_transport->names, addr);
+
   if (!_dbus_afbus_peers_gone (afbus_transport->peers, addr, &serials,
                                &well_known))
     return TRUE;
@@ -1047,7 +1064,7 @@ do_writing (DBusTransport *transport)
        link != NULL && !transport->disconnected; link = next)
     {
       DBusMessage *message = link->data;
-      const char *well_known = NULL;
+      dbus_bool_t counted = FALSE;
       dbus_uint64_t dest = DBUS_AFBUS_MASTER;
       dbus_bool_t addressed = FALSE;
       int bytes, saved_errno;
@@ -1090,7 +1107,7 @@ do_writing (DBusTransport *transport)
         }
       else if (routes)
         {
-          dest = route_message (afbus_transport, message, &well_known);
+          dest = route_message (afbus_transport, message, &counted);
           addressed = (dest != DBUS_AFBUS_MASTER);
         }
 
@@ -1121,19 +1138,15 @@ do_writing (DBusTransport *transport)
 
       /* Nobody has that address (BUS_NO_DEFAULT_ROUTE): a peer that
        * left, or a name that is moving.  The daemon takes the message,
-       * behind what it holds of ours; a name's messages then go through
-       * it, counted, until it says where the name lives, so that none
-       * overtakes this one. */
+       * counted, and the next ones behind it until it has answered
+       * them all, so that none overtakes this one; a name's goes
+       * through it until it says where the name lives. */
       if (bytes < 0 && saved_errno == EHOSTUNREACH && routes && addressed)
         {
-          /* (route_message() gives a name's address only for a
-           * well-known DESTINATION.) */
           if ((dest >> BUS_PREFIX_SHIFT) == DBUS_AFBUS_NAME_PREFIX)
-            {
-              well_known = dbus_message_get_destination (message);
-              _dbus_afbus_name_cache_forget (afbus_transport->names,
-                                             well_known);
-            }
+            _dbus_afbus_name_cache_forget (afbus_transport->names,
+                                           dbus_message_get_destination (message));
+          counted = TRUE;
           _dbus_verbose (" %016" PRIx64 " has no owner: through the daemon\n",
                          dest);
           addressed = FALSE;
@@ -1155,17 +1168,10 @@ do_writing (DBusTransport *transport)
               write_internal (afbus_transport);
             }
 
-          if (well_known != NULL)
-            master_call_sent (afbus_transport, message);
-
-          /* Counted before it is gone: the message owns @well_known. */
-          if (well_known != NULL &&
-              !_dbus_afbus_name_cache_sent_to_master (afbus_transport->names,
-                                                      well_known))
+          if (counted)
             {
-              _dbus_connection_message_link_sent_unlocked (transport->connection,
-                                                           link);
-              return FALSE;
+              master_call_sent (afbus_transport, message);
+              _dbus_afbus_name_cache_sent_to_master (afbus_transport->names);
             }
 
           _dbus_connection_message_link_sent_unlocked (transport->connection,
@@ -1226,8 +1232,10 @@ handle_forwarded (DBusTransportAfbus *afbus_transport,
                   DBusMessage        *message,
                   dbus_bool_t        *eaten)
 {
-  const char *name;
-  dbus_uint64_t addr;
+  const char *name, *callee = NULL, *owner = NULL;
+  dbus_uint64_t addr, callee_addr, owner_addr;
+  dbus_uint32_t serial = 0;
+  DBusMessageIter iter;
   DBusError error = DBUS_ERROR_INIT;
 
   *eaten = FALSE;
@@ -1249,47 +1257,50 @@ handle_forwarded (DBusTransportAfbus *afbus_transport,
       return !oom;
     }
 
-  if (addr != 0 && (addr >> BUS_PREFIX_SHIFT) == 0)
+  /* A well-known name's address has prefix 1; for a unique name, any
+   * address but 0 says the message is handed on. */
+  if (addr != 0 && name[0] != ':' &&
+      (addr >> BUS_PREFIX_SHIFT) != DBUS_AFBUS_NAME_PREFIX)
     {
-      _dbus_verbose ("Forwarded signal with a prefix-0 address ignored\n");
-      return TRUE;
+      _dbus_verbose ("Forwarded signal with a bad address: taken as 0\n");
+      addr = 0;
     }
 
-  /* (u serial, s callee): the daemon forwarded our call @serial to the
-   * AF_BUS client @callee, which answers through the kernel; the daemon
-   * keeps no record of it, so we watch the callee as for a direct call,
-   * unless its answer came first. */
-  {
-    DBusMessageIter iter;
-    dbus_uint32_t serial = 0;
-    const char *callee = NULL;
-    dbus_uint64_t callee_addr;
+  /* (u serial, s callee, s owner): the daemon forwarded our call
+   * @serial to the AF_BUS client @callee, which answers through the
+   * kernel; the daemon keeps no record of it, so we watch the callee as
+   * for a direct call, unless its answer came first.  @owner: the
+   * client the message went to (see DBusAfbusNameCache). */
+  dbus_message_iter_init (message, &iter);
+  if (dbus_message_iter_next (&iter) && dbus_message_iter_next (&iter) &&
+      dbus_message_iter_get_arg_type (&iter) == DBUS_TYPE_UINT32)
+    {
+      dbus_message_iter_get_basic (&iter, &serial);
+      if (dbus_message_iter_next (&iter) &&
+          dbus_message_iter_get_arg_type (&iter) == DBUS_TYPE_STRING)
+        dbus_message_iter_get_basic (&iter, &callee);
+      if (dbus_message_iter_next (&iter) &&
+          dbus_message_iter_get_arg_type (&iter) == DBUS_TYPE_STRING)
+        dbus_message_iter_get_basic (&iter, &owner);
+    }
 
-    dbus_message_iter_init (message, &iter);
-    if (dbus_message_iter_next (&iter) && dbus_message_iter_next (&iter) &&
-        dbus_message_iter_get_arg_type (&iter) == DBUS_TYPE_UINT32)
-      {
-        dbus_message_iter_get_basic (&iter, &serial);
-        if (dbus_message_iter_next (&iter) &&
-            dbus_message_iter_get_arg_type (&iter) == DBUS_TYPE_STRING)
-          dbus_message_iter_get_basic (&iter, &callee);
-      }
+  if (serial != 0 && callee != NULL &&
+      _dbus_hash_table_remove_uintptr (afbus_transport->master_calls, serial) &&
+      _dbus_afbus_addr_from_unique_name (callee, &callee_addr))
+    {
+      watch_call (afbus_transport, callee_addr, NULL, serial);
+      /* The watch's WatchPeer now, not with our next message (the
+       * application may be blocked waiting for this call's reply); a
+       * full socket: the write watch. */
+      write_internal (afbus_transport);
+      check_write_watch ((DBusTransport *) afbus_transport);
+    }
 
-    if (serial != 0 && callee != NULL &&
-        _dbus_hash_table_remove_uintptr (afbus_transport->master_calls, serial) &&
-        _dbus_afbus_addr_from_unique_name (callee, &callee_addr) &&
-        (callee_addr >> BUS_PREFIX_SHIFT) == 0)
-      {
-        watch_call (afbus_transport, callee_addr, NULL, serial);
-        /* The watch's WatchPeer now, not with our next message (the
-         * application may be blocked waiting for this call's reply); a
-         * full socket: the write watch. */
-        write_internal (afbus_transport);
-        check_write_watch ((DBusTransport *) afbus_transport);
-      }
-  }
+  if (owner == NULL || !_dbus_afbus_addr_from_unique_name (owner, &owner_addr))
+    owner_addr = 0;
 
-  return _dbus_afbus_name_cache_forwarded (afbus_transport->names, name, addr);
+  return _dbus_afbus_name_cache_forwarded (afbus_transport->names, name, addr,
+                                           owner_addr);
 }
 
 /*

@@ -18,6 +18,22 @@
  *   "cached ADDR" (the address it had, in hexadecimal, or "none")
  *   the report: "seq=N in-order=0|1"
  * Exit status 0 if it got a report.
+ *
+ * Usage: afbus-order-client --mixed NAME COUNT SIZE
+ *
+ * NAME is an afbus-echo-service that its owner serves.  The client asks
+ * the daemon for the owner's unique name, prints "connected UNIQUE" and
+ * waits for a line on its standard input.  Then it queues COUNT calls
+ * Seq (0 ... COUNT-1) without asking for replies, each with a string of
+ * SIZE bytes after the number: two to NAME, two to UNIQUE, and so on.
+ * It prints "queued" once the library has taken them, flushes them,
+ * calls SeqReport and prints the report, as above.
+ *
+ * Usage: afbus-order-client --after NAME COUNT SIZE
+ *
+ * As --mixed, but the first half of the calls go to NAME; then a call
+ * to the daemon (GetId) returns only once it has answered all of them
+ * (Forwarded), and the second half alternate between UNIQUE and NAME.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,21 +84,107 @@ static DBusMessage *call(DBusConnection *c, const char *method, int timeout)
 	return r;
 }
 
+static int report(DBusConnection *c)
+{
+	DBusMessage *r = call(c, "SeqReport", 60000);
+	const char *text;
+
+	if (!r || !dbus_message_get_args(r, NULL, DBUS_TYPE_STRING, &text,
+					 DBUS_TYPE_INVALID))
+		return 1;
+	printf("%s\n", text);
+	dbus_message_unref(r);
+	dbus_connection_close(c);
+	dbus_connection_unref(c);
+	return 0;
+}
+
+static int mixed(DBusConnection *c, unsigned int count, size_t size,
+		 int after)
+{
+	DBusError error = DBUS_ERROR_INIT;
+	DBusMessage *m, *r;
+	const char *owner;
+	char *pad, line[16];
+	unsigned int i;
+
+	m = dbus_message_new_method_call("org.freedesktop.DBus", "/",
+					 "org.freedesktop.DBus", "GetNameOwner");
+	pad = malloc(size + 1);
+	if (!m || !pad ||
+	    !dbus_message_append_args(m, DBUS_TYPE_STRING, &name, DBUS_TYPE_INVALID))
+		return 1;
+	r = dbus_connection_send_with_reply_and_block(c, m, 10000, &error);
+	dbus_message_unref(m);
+	if (!r || !dbus_message_get_args(r, &error, DBUS_TYPE_STRING, &owner,
+					 DBUS_TYPE_INVALID)) {
+		fprintf(stderr, "afbus-order-client: GetNameOwner: %s\n",
+			error.message);
+		return 1;
+	}
+	owner = strdup(owner);
+	dbus_message_unref(r);
+	memset(pad, 'p', size);
+	pad[size] = '\0';
+
+	printf("connected %s\n", owner);
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+
+	for (i = 0; i < count; i++) {
+		dbus_uint32_t n = i;
+		const char *dest = i % 4 < 2 ? name : owner;
+
+		if (after && i < count / 2) {
+			dest = name;
+		} else if (after && i == count / 2) {
+			dbus_bus_get_id(c, &error);
+			if (dbus_error_is_set(&error)) {
+				fprintf(stderr, "afbus-order-client: GetId: %s\n",
+					error.message);
+				return 1;
+			}
+			dest = owner;
+		}
+		m = dbus_message_new_method_call(dest, "/", IFACE, "Seq");
+		if (!m || !dbus_message_append_args(m, DBUS_TYPE_UINT32, &n,
+						    DBUS_TYPE_STRING, &pad,
+						    DBUS_TYPE_INVALID)) {
+			fprintf(stderr, "afbus-order-client: out of memory\n");
+			return 1;
+		}
+		dbus_message_set_no_reply(m, TRUE);
+		dbus_connection_send(c, m, NULL);
+		dbus_message_unref(m);
+	}
+	printf("queued\n");
+	fflush(stdout);
+	dbus_connection_flush(c);
+	free(pad);
+	return report(c);
+}
+
 int main(int argc, char **argv)
 {
 	DBusError error = DBUS_ERROR_INIT;
 	DBusConnection *c;
 	DBusMessage *r;
-	const char *report;
 	unsigned int count, i;
-	int tries;
+	int tries, after = 0;
 
 	/* The library passes its Forwarded signals on to us only with
 	 * this; DBUS_AFBUS_SHOW_INTERNAL=0 checks that it does not by
 	 * default. */
 	setenv("DBUS_AFBUS_SHOW_INTERNAL", "1", 0);
-	if (argc != 3) {
-		fprintf(stderr, "usage: afbus-order-client NAME COUNT\n");
+	if (argc == 5 && (strcmp(argv[1], "--mixed") == 0 ||
+			  strcmp(argv[1], "--after") == 0)) {
+		after = strcmp(argv[1], "--after") == 0;
+		argv++;
+		argc--;
+	} else if (argc != 3) {
+		fprintf(stderr, "usage: afbus-order-client NAME COUNT\n"
+			"       afbus-order-client --mixed|--after NAME COUNT SIZE\n");
 		return 2;
 	}
 	name = argv[1];
@@ -94,6 +196,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	dbus_connection_set_exit_on_disconnect(c, FALSE);
+	if (argc == 4)
+		return mixed(c, count, strtoul(argv[3], NULL, 0), after);
 	dbus_connection_add_filter(c, filter, NULL, NULL);
 
 	for (tries = 0; tries < 50 && forwarded_addr == 0; tries++) {
@@ -136,13 +240,5 @@ int main(int argc, char **argv)
 	}
 	dbus_connection_flush(c);
 
-	r = call(c, "SeqReport", 60000);
-	if (!r || !dbus_message_get_args(r, NULL, DBUS_TYPE_STRING, &report,
-					 DBUS_TYPE_INVALID))
-		return 1;
-	printf("%s\n", report);
-	dbus_message_unref(r);
-	dbus_connection_close(c);
-	dbus_connection_unref(c);
-	return 0;
+	return report(c);
 }

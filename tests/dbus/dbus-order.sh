@@ -60,4 +60,45 @@ f=$(printf '%s\n' "$out" | sed -n 's/.*last-forwarded=//p')
 expect_eq "... the 4th round then went straight to the 64 cached names (calls through the daemon)" \
 	6 "$f"
 
+# One sender's messages to one receiver, by its well-known name and by
+# its unique name in turn, arrive in the order sent (issue 17, item 3).
+# The client has no address for the name yet: its first call goes
+# through the daemon, and while that one waits there, so do the calls
+# to the unique name behind it (before, they went straight to the
+# owner and overtook it).  The second time the owner is stopped while
+# the first 1500 calls go to its name: its queue fills (1024 messages),
+# the daemon
+# queues the calls it cannot hand on, and says so (Forwarded with
+# address 0 and the owner).  Once the daemon has answered them all
+# (the client's GetId returns), the other 1500 alternate between the
+# two names: until the daemon's queue for the owner is empty, they too
+# go through the daemon, behind the ones it holds.
+for stop in no yes; do
+	bg afbus-echo-service com.example.Mixed$stop >/tmp/mixed-svc.out 2>&1
+	mixed_pid=$!
+	wait_for_line /tmp/mixed-svc.out '^ready '
+	mixed_svc=$(sed -n 's/^ready //p' /tmp/mixed-svc.out)
+	rm -f /tmp/mixed-go
+	mkfifo /tmp/mixed-go
+	afbus-order-client $([ $stop = yes ] && echo --after || echo --mixed) \
+		com.example.Mixed$stop 3000 200 </tmp/mixed-go \
+		>/tmp/mixed.out 2>&1 &
+	client_pid=$!
+	exec 7>/tmp/mixed-go
+	wait_for_line /tmp/mixed.out '^connected '
+	[ $stop = yes ] && kill -STOP "$mixed_pid"
+	echo go >&7
+	exec 7>&-
+	if [ $stop = yes ]; then
+		wait_for_line /tmp/mixed.out '^queued$'
+		sleep 2
+		kill -CONT "$mixed_pid"
+	fi
+	wait_exit $client_pid
+	expect_eq "3000 calls to a name and its owner's unique name, owner stopped: $stop: the client used the owner's unique name" \
+		"connected $mixed_svc" "$(sed -n 1p /tmp/mixed.out)"
+	expect_eq "... all arrived, in the order sent" \
+		"seq=3000 in-order=1" "$(tail -n 1 /tmp/mixed.out)"
+done
+
 finish
