@@ -32,13 +32,13 @@ done
 
 # More names than the library's cache holds (64), each with calls still
 # in the daemon: the daemon is stopped while a client makes 3 rounds of
-# calls to 70 names of one service.  A name with calls in the daemon
-# keeps its cache entry; the calls to the 6 names left without one are
-# counted apart, and until they are answered no call goes straight to a
-# name.  Each name's calls must be answered in order, and once the
-# daemon has passed all of them on, a fourth round, the most recently
-# used names first, goes straight to the 64 names the cache holds (6 of
-# its 70 calls earn a Forwarded).
+# calls to 70 names of one service.  While any call waits in the
+# daemon, every call goes through it (before, the cache counted them
+# per name, and a name could lose its count to another).  Each name's
+# calls must be answered in order, and once the daemon has passed all
+# of them on, a fourth round, the most recently used names first, goes
+# straight to the 64 names the cache holds (6 of its 70 calls earn a
+# Forwarded).
 bg sh -c 'afbus-daemon-calls serve com.example.Many 70 >/tmp/order-many.out 2>&1'
 wait_for_line /tmp/order-many.out '^ready '
 rm -f /tmp/order-go
