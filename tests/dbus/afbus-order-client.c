@@ -34,6 +34,15 @@
  * As --mixed, but the first half of the calls go to NAME; then a call
  * to the daemon (GetId) returns only once it has answered all of them
  * (Forwarded), and the second half alternate between UNIQUE and NAME.
+ *
+ * Usage: afbus-order-client --hog NAME COUNT PEER CALLS
+ *
+ * For a receiver that does not read: the client queues COUNT calls Seq
+ * to NAME as --after's first half (200 bytes each), waits until the
+ * daemon has answered them all (GetId), prints "synced" and waits for
+ * a line on its standard input.  Then it calls Echo CALLS times on
+ * PEER (5 s at most each) and prints "peer-calls=N ok=N", waits for
+ * another line, flushes its calls to NAME and prints NAME's report.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +174,63 @@ static int mixed(DBusConnection *c, unsigned int count, size_t size,
 	return report(c);
 }
 
+static int hog(DBusConnection *c, unsigned int count, const char *peer,
+	       unsigned int calls)
+{
+	DBusError error = DBUS_ERROR_INIT;
+	DBusMessage *m, *r;
+	char pad[201], line[16];
+	const char *arg = pad;
+	unsigned int i, ok = 0;
+
+	memset(pad, 'p', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = '\0';
+	for (i = 0; i < count; i++) {
+		dbus_uint32_t n = i;
+
+		m = dbus_message_new_method_call(name, "/", IFACE, "Seq");
+		if (!m || !dbus_message_append_args(m, DBUS_TYPE_UINT32, &n,
+						    DBUS_TYPE_STRING, &arg,
+						    DBUS_TYPE_INVALID))
+			return 1;
+		dbus_message_set_no_reply(m, TRUE);
+		dbus_connection_send(c, m, NULL);
+		dbus_message_unref(m);
+	}
+	dbus_bus_get_id(c, &error);
+	if (dbus_error_is_set(&error)) {
+		fprintf(stderr, "afbus-order-client: GetId: %s\n", error.message);
+		return 1;
+	}
+	printf("synced\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+
+	for (i = 0; i < calls; i++) {
+		m = dbus_message_new_method_call(peer, "/", IFACE, "Echo");
+		if (!m || !dbus_message_append_args(m, DBUS_TYPE_STRING, &arg,
+						    DBUS_TYPE_INVALID))
+			return 1;
+		r = dbus_connection_send_with_reply_and_block(c, m, 5000, &error);
+		dbus_message_unref(m);
+		if (r) {
+			ok++;
+			dbus_message_unref(r);
+		} else {
+			fprintf(stderr, "afbus-order-client: Echo: %s\n",
+				error.message);
+			dbus_error_free(&error);
+		}
+	}
+	printf("peer-calls=%u ok=%u\n", calls, ok);
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	dbus_connection_flush(c);
+	return report(c);
+}
+
 int main(int argc, char **argv)
 {
 	DBusError error = DBUS_ERROR_INIT;
@@ -172,19 +238,25 @@ int main(int argc, char **argv)
 	DBusMessage *r;
 	unsigned int count, i;
 	int tries, after = 0;
+	const char *hog_peer = NULL;
 
 	/* The library passes its Forwarded signals on to us only with
 	 * this; DBUS_AFBUS_SHOW_INTERNAL=0 checks that it does not by
 	 * default. */
 	setenv("DBUS_AFBUS_SHOW_INTERNAL", "1", 0);
-	if (argc == 5 && (strcmp(argv[1], "--mixed") == 0 ||
+	if (argc == 6 && strcmp(argv[1], "--hog") == 0) {
+		hog_peer = argv[4];
+		argv++;
+		argc = 3;
+	} else if (argc == 5 && (strcmp(argv[1], "--mixed") == 0 ||
 			  strcmp(argv[1], "--after") == 0)) {
 		after = strcmp(argv[1], "--after") == 0;
 		argv++;
 		argc--;
 	} else if (argc != 3) {
 		fprintf(stderr, "usage: afbus-order-client NAME COUNT\n"
-			"       afbus-order-client --mixed|--after NAME COUNT SIZE\n");
+			"       afbus-order-client --mixed|--after NAME COUNT SIZE\n"
+			"       afbus-order-client --hog NAME COUNT PEER CALLS\n");
 		return 2;
 	}
 	name = argv[1];
@@ -196,6 +268,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	dbus_connection_set_exit_on_disconnect(c, FALSE);
+	if (hog_peer)
+		return hog(c, count, hog_peer, strtoul(argv[4], NULL, 0));
 	if (argc == 4)
 		return mixed(c, count, strtoul(argv[3], NULL, 0), after);
 	dbus_connection_add_filter(c, filter, NULL, NULL);

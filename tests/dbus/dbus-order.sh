@@ -101,4 +101,34 @@ for stop in no yes; do
 		"seq=3000 in-order=1" "$(tail -n 1 /tmp/mixed.out)"
 done
 
+# A receiver that does not read slows down only what goes to it: a
+# client queues 1500 calls for it (the daemon holds the ~500 past its
+# 1024-message queue), then calls another service by its unique name 20
+# times with the daemon stopped, which only direct calls survive.
+bg afbus-echo-service com.example.Hog >/tmp/hog-svc.out 2>&1
+hog_pid=$!
+bg afbus-echo-service com.example.Peer >/tmp/peer-svc.out 2>&1
+wait_ready /tmp/hog-svc.out /tmp/peer-svc.out
+peer=$(sed -n 's/^ready //p' /tmp/peer-svc.out)
+kill -STOP $hog_pid
+rm -f /tmp/hog-go
+mkfifo /tmp/hog-go
+afbus-order-client --hog com.example.Hog 1500 "$peer" 20 </tmp/hog-go \
+	>/tmp/hog.out 2>&1 &
+client_pid=$!
+exec 7>/tmp/hog-go
+wait_for_line /tmp/hog.out '^synced$'
+kill -STOP $BUS_PID
+echo go >&7
+wait_for_line /tmp/hog.out '^peer-calls='
+kill -CONT $BUS_PID
+kill -CONT $hog_pid
+echo go >&7
+exec 7>&-
+wait_exit $client_pid
+expect_eq "1500 calls queued for a receiver that does not read: the same client's 20 calls to another service still go straight to it" \
+	"peer-calls=20 ok=20" "$(grep '^peer-calls=' /tmp/hog.out)"
+expect_eq "... and once the receiver reads, it gets all 1500, in order" \
+	"seq=1500 in-order=1" "$(tail -n 1 /tmp/hog.out)"
+
 finish
