@@ -93,6 +93,25 @@ static DBusMessage *call(DBusConnection *c, const char *method, int timeout)
 	return r;
 }
 
+/* Sends Seq (n) to @dest, with the string @pad after n unless NULL,
+ * asking for no reply. */
+static void send_seq(DBusConnection *c, const char *dest, dbus_uint32_t n,
+		     const char *pad)
+{
+	DBusMessage *m = dbus_message_new_method_call(dest, "/", IFACE, "Seq");
+
+	if (!m || !dbus_message_append_args(m, DBUS_TYPE_UINT32, &n,
+					    DBUS_TYPE_INVALID) ||
+	    (pad && !dbus_message_append_args(m, DBUS_TYPE_STRING, &pad,
+					      DBUS_TYPE_INVALID))) {
+		fprintf(stderr, "afbus-order-client: out of memory\n");
+		exit(1);
+	}
+	dbus_message_set_no_reply(m, TRUE);
+	dbus_connection_send(c, m, NULL);
+	dbus_message_unref(m);
+}
+
 static int report(DBusConnection *c)
 {
 	DBusMessage *r = call(c, "SeqReport", 60000);
@@ -142,7 +161,6 @@ static int mixed(DBusConnection *c, unsigned int count, size_t size,
 		return 1;
 
 	for (i = 0; i < count; i++) {
-		dbus_uint32_t n = i;
 		const char *dest = i % 4 < 2 ? name : owner;
 
 		if (after && i < count / 2) {
@@ -156,16 +174,7 @@ static int mixed(DBusConnection *c, unsigned int count, size_t size,
 			}
 			dest = owner;
 		}
-		m = dbus_message_new_method_call(dest, "/", IFACE, "Seq");
-		if (!m || !dbus_message_append_args(m, DBUS_TYPE_UINT32, &n,
-						    DBUS_TYPE_STRING, &pad,
-						    DBUS_TYPE_INVALID)) {
-			fprintf(stderr, "afbus-order-client: out of memory\n");
-			return 1;
-		}
-		dbus_message_set_no_reply(m, TRUE);
-		dbus_connection_send(c, m, NULL);
-		dbus_message_unref(m);
+		send_seq(c, dest, i, pad);
 	}
 	printf("queued\n");
 	fflush(stdout);
@@ -185,18 +194,8 @@ static int hog(DBusConnection *c, unsigned int count, const char *peer,
 
 	memset(pad, 'p', sizeof(pad) - 1);
 	pad[sizeof(pad) - 1] = '\0';
-	for (i = 0; i < count; i++) {
-		dbus_uint32_t n = i;
-
-		m = dbus_message_new_method_call(name, "/", IFACE, "Seq");
-		if (!m || !dbus_message_append_args(m, DBUS_TYPE_UINT32, &n,
-						    DBUS_TYPE_STRING, &arg,
-						    DBUS_TYPE_INVALID))
-			return 1;
-		dbus_message_set_no_reply(m, TRUE);
-		dbus_connection_send(c, m, NULL);
-		dbus_message_unref(m);
-	}
+	for (i = 0; i < count; i++)
+		send_seq(c, name, i, pad);
 	dbus_bus_get_id(c, &error);
 	if (dbus_error_is_set(&error)) {
 		fprintf(stderr, "afbus-order-client: GetId: %s\n", error.message);
@@ -294,18 +293,7 @@ int main(int argc, char **argv)
 		usleep(100000);
 
 	for (i = 0; i < count; i++) {
-		DBusMessage *m = dbus_message_new_method_call(name, "/", IFACE,
-							      "Seq");
-		dbus_uint32_t n = i;
-
-		if (!m || !dbus_message_append_args(m, DBUS_TYPE_UINT32, &n,
-						    DBUS_TYPE_INVALID)) {
-			fprintf(stderr, "afbus-order-client: out of memory\n");
-			return 1;
-		}
-		dbus_message_set_no_reply(m, TRUE);
-		dbus_connection_send(c, m, NULL);
-		dbus_message_unref(m);
+		send_seq(c, name, i, NULL);
 		if (i % 50 == 49) {
 			dbus_connection_flush(c);
 			dbus_connection_read_write_dispatch(c, 0);
