@@ -770,14 +770,13 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
   /* The call @forwarded went to @owner, which answers it through the
    * kernel: the sender watches @owner for it
    * (bus_afbus_kernel_awaits_reply()). */
-  if (forwarded != NULL && owner != NULL &&
+  if (forwarded != NULL && owner_name[0] != '\0' &&
       dbus_message_get_type (forwarded) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
       !dbus_message_get_no_reply (forwarded) &&
-      bus_afbus_kernel_awaits_reply (sender, owner) &&
-      bus_connection_get_name (owner) != NULL)
+      bus_afbus_kernel_awaits_reply (sender, owner))
     {
       serial = dbus_message_get_serial (forwarded);
-      callee = bus_connection_get_name (owner);
+      callee = owner_name;
     }
 
   message = dbus_message_new_signal (DBUS_PATH_DBUS, DBUS_INTERFACE_AFBUS,

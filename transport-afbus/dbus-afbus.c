@@ -573,7 +573,8 @@ slow_clear (DBusAfbusNameCache *cache,
 
 /**
  * Whether a message may go straight to the client at the unique
- * address @p owner: none of ours waits in the daemon.
+ * address @p owner: none of ours waits in the daemon, and @p owner is
+ * not slow.
  */
 dbus_bool_t
 _dbus_afbus_name_cache_direct (DBusAfbusNameCache *cache,
