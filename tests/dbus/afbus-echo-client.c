@@ -19,7 +19,8 @@
  * waits for a line on its standard input before the first call.
  *
  * Usage: afbus-echo-client --progress DEST COUNT DELAY-MS
- * As the first form, and prints "answered N" once the Nth call is done.
+ * As the first form, and prints "unique NAME" (its own unique name)
+ * once connected and "answered N" once the Nth call is done.
  *
  * Usage: afbus-echo-client --fd DEST
  * Passes the read end of a pipe holding a known text to ReadFd and
@@ -178,6 +179,8 @@ int main(int argc, char **argv)
 
 	c = connect_bus();
 	dbus_connection_add_filter(c, filter, NULL, NULL);
+	if (progress)
+		printf("unique %s\n", dbus_bus_get_unique_name(c));
 	if (wait_line) {
 		char line[16];
 

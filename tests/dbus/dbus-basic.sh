@@ -106,7 +106,30 @@ kill -STOP $BUS_PID
 wait_exit $hidden_pid
 kill -CONT $BUS_PID
 expect_match "Forwarded hidden from the application, yet 30 calls by name answered with the daemon stopped after the third" \
-	'^calls=30 ok=30 errors=0 forwarded=0 owners=:' "$(grep -v '^answered' /tmp/hidden.out)"
+	'^calls=30 ok=30 errors=0 forwarded=0 owners=:' "$(grep -v '^answered\|^unique' /tmp/hidden.out)"
+
+# A peer cannot forge the daemon's Forwarded: while a client calls
+# com.example.Echo by name, another client sends it a Forwarded that
+# puts the name at the address of another service (Decoy).  The client's library acts
+# only on the daemon's: the signal reaches the application as any peer's
+# would (forwarded=1, counted by its filter) and every call is still
+# answered by Echo's owner.
+bg afbus-echo-service com.example.Decoy >/tmp/decoy.out 2>&1
+wait_ready /tmp/decoy.out
+decoy=$(timeout 30 afbus-flood-client com.example.Decoy 1 0 5000 2>&1 |
+	sed -n 's/^first-forwarded //p')
+DBUS_AFBUS_SHOW_INTERNAL=0 afbus-echo-client --progress com.example.Echo 60 100 \
+	>/tmp/forge.out 2>&1 &
+forge_pid=$!
+wait_for_line /tmp/forge.out '^answered 3$'
+victim_client=$(sed -n 's/^unique //p' /tmp/forge.out)
+timeout 20 dbus-send --session --type=signal --dest="$victim_client" \
+	/org/freedesktop/DBus org.freedesktop.DBus.AF_BUS.Forwarded \
+	string:com.example.Echo uint64:$((0x${decoy:-0})) uint32:0 string: string: \
+	>/tmp/forger.out 2>&1
+wait_exit $forge_pid
+expect_match "a Forwarded forged by another client (Decoy's address $decoy): delivered as a peer's signal, ignored by the library; Echo answered all 60 calls" \
+	"^calls=60 ok=60 errors=0 forwarded=1 owners=$svc\$" "$(grep -v '^answered\|^unique' /tmp/forge.out)"
 
 out=$(timeout 20 dbus-send --session --print-reply --dest=com.example.Nobody / \
 	com.example.Echo.Echo string:x 2>&1)
