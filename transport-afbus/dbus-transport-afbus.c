@@ -87,6 +87,16 @@ typedef struct DBusTransportAfbus DBusTransportAfbus;
  */
 #define AFBUS_MAX_FULL_PEERS 16
 
+/*
+ * Once a client was full in a pass, at most this many of the messages
+ * waiting for full clients are looked at (and stepped over) before the
+ * pass ends: a long queue to one client that does not read (10000
+ * calls in flight, say) would otherwise be walked again on every
+ * write, making each pass cost as much as the queue.  A message to
+ * another client that waits further back goes at a later pass.
+ */
+#define AFBUS_MAX_STEPPED_OVER 256
+
 /* Is @addr one client's unique address (not the daemon's, a name's or
  * the multicast one)? */
 #define AFBUS_IS_CLIENT_UNICAST(addr) \
@@ -1049,7 +1059,7 @@ do_writing (DBusTransport *transport)
    * of a connection, nor a relay). */
   dbus_bool_t routes = !afbus_transport->relay && !transport->is_server;
   dbus_uint64_t full[AFBUS_MAX_FULL_PEERS];
-  unsigned int n_full = 0, i;
+  unsigned int n_full = 0, n_stepped_over = 0, i;
   DBusList *link, *next;
   int total = 0;
 
@@ -1127,7 +1137,11 @@ do_writing (DBusTransport *transport)
           for (i = 0; i < n_full && full[i] != dest; i++)
             ;
           if (i < n_full)
-            continue;
+            {
+              if (++n_stepped_over >= AFBUS_MAX_STEPPED_OVER)
+                return TRUE;
+              continue;
+            }
         }
 
       if (routes && !set_own_sender (afbus_transport, message))
