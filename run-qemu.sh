@@ -45,6 +45,13 @@
 #                           build-aux/bench-report.py writes
 #                           build/bench/results.json and the plots and
 #                           prints the tables
+#   ./run-qemu.sh --upstream
+#                           upstream D-Bus' modular tests (GLib), built from
+#                           the fork (build-aux/dbus-check.sh --pack), in the
+#                           Debian root file system, against the fork's
+#                           daemon on unix: and again on afbus:
+#                           (tests/upstream/; README.md, "Upstream's tests
+#                           on AF_BUS"); the last line is "N passed, N failed"
 #   ./run-qemu.sh --profile perf profiles (`make profile`) of the afbus round
 #                           trip and signal fan-out, in the deterministic
 #                           mode, into build/bench/profile/
@@ -116,6 +123,9 @@ ROOTFS=
 ICOUNT=
 # A raw disk the guest writes its results to (--profile), as a tar archive.
 OUT_DISK=
+# A tar archive the guest reads as a raw disk after the root file
+# system's (--upstream: build-aux/dbus-check.sh --pack).
+IN_DISK=
 
 # Kernel messages that mean something went wrong in the guest.  Matched
 # against the guest's dmesg only (not against test output).
@@ -167,6 +177,10 @@ run_qemu() {
 	if [ -n "$ROOTFS" ]; then
 		disk+=(-drive "file=$ROOTFS_IMG,format=raw,if=virtio,snapshot=on")
 		append=afbus.rootfs=/dev/vda
+	fi
+	if [ -n "$IN_DISK" ]; then
+		disk+=(-drive "file=$IN_DISK,format=raw,if=virtio,readonly=on")
+		append="$append afbus.upstream=/dev/vdb"
 	fi
 	rm -f "$LOG"
 	console_args
@@ -432,6 +446,25 @@ run_profile() {
 	! grep -q '^afbus-bench-fail: ' "$LOG"
 }
 
+# --upstream: upstream's modular tests in the Debian root file system
+# (tests/upstream/run-upstream), with their counts and the host's
+# verdicts on the guest.
+run_upstream() {
+	local rc=0
+	IN_DISK=$AFBUS_BUILD/upstream-tests.tar
+	"$AFBUS_TOP/build-aux/dbus-check.sh" --pack "$IN_DISK" >&2
+	LOG=${AFBUS_LOG:-$AFBUS_BUILD/guest-upstream.log}
+	TIMEOUT=${AFBUS_TIMEOUT:-3600}
+	TEST_TIMEOUT=${AFBUS_TEST_TIMEOUT:-900}
+	msg "upstream's tests on unix: and afbus: (log: $LOG)"
+	run_qemu check timeout --foreground -k 10 "$TIMEOUT" </dev/null || rc=$?
+	read -r passed failed skipped < <(guest_counts)
+	echo
+	echo "=== run-qemu.sh: verdict (guest log: $LOG)"
+	guest_verdicts guest "$rc" "$TIMEOUT" AFBUS_TIMEOUT
+	final_line
+}
+
 main() {
 	local mode=shell rc=0 checkpatch_rc=0 debug=0 rootfs=0 system= arg
 	for arg in "$@"; do
@@ -441,6 +474,7 @@ main() {
 		--system) system=only ;;
 		--bench) mode=bench ;;
 		--profile) mode=profile ;;
+		--upstream) mode=upstream ;;
 		--debug) debug=1 ;;
 		*) usage ;;
 		esac
@@ -461,6 +495,7 @@ main() {
 		return
 	fi
 	case $mode in bench|profile) use_bench $mode; rootfs=0 ;; esac
+	[ $mode = upstream ] && rootfs=1
 	if [ $mode = check ] && [ $rootfs = 0 ]; then
 		rootfs=${AFBUS_ROOTFS:-$((1 - debug))}
 	fi
@@ -503,6 +538,10 @@ main() {
 	fi
 	if [ "$mode" = profile ]; then
 		run_profile
+		return
+	fi
+	if [ "$mode" = upstream ]; then
+		run_upstream
 		return
 	fi
 	"$AFBUS_TOP/build-aux/checkpatch.sh" >"$CHECKPATCH_LOG" 2>&1 ||
