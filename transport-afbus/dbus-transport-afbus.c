@@ -88,12 +88,15 @@ typedef struct DBusTransportAfbus DBusTransportAfbus;
 #define AFBUS_MAX_FULL_PEERS 16
 
 /*
- * Once a client was full in a pass, at most this many of the messages
- * waiting for full clients are looked at (and stepped over) before the
- * pass ends: a long queue to one client that does not read (10000
- * calls in flight, say) would otherwise be walked again on every
- * write, making each pass cost as much as the queue.  A message to
- * another client that waits further back goes at a later pass.
+ * At most this many messages waiting for one full client are looked at
+ * (and stepped over) in a pass; one more ends the pass.  A pass starts
+ * at the head of the queue, so a long queue to one client that does not
+ * read (10000 calls in flight, say) would otherwise be walked again on
+ * every write, making each pass cost as much as the queue.  A message
+ * to another client that waits behind them goes at a later pass.  The
+ * 128 replies a caller may await on the system bus stay below it, so
+ * callers that stop reading, up to AFBUS_MAX_FULL_PEERS of them, never
+ * hold up the replies to the others there.
  */
 #define AFBUS_MAX_STEPPED_OVER 256
 
@@ -133,6 +136,10 @@ struct DBusTransportAfbus
   unsigned long n_dropped;              /**< Messages dropped from peers
                                          *   that lied about their sender
                                          *   or were not one valid message */
+  dbus_bool_t unchecked;                /**< The loader holds a datagram
+                                         *   that check_incoming() could not
+                                         *   finish for lack of memory */
+  dbus_uint64_t unchecked_source;       /**< Its source address */
   dbus_bool_t relay;                    /**< The daemon's pair for a legacy
                                          *   client: no routing, no auth */
   dbus_bool_t show_forwarded;           /**< Client: pass the daemon's
@@ -1059,7 +1066,8 @@ do_writing (DBusTransport *transport)
    * of a connection, nor a relay). */
   dbus_bool_t routes = !afbus_transport->relay && !transport->is_server;
   dbus_uint64_t full[AFBUS_MAX_FULL_PEERS];
-  unsigned int n_full = 0, n_stepped_over = 0, i;
+  unsigned int stepped_over[AFBUS_MAX_FULL_PEERS];
+  unsigned int n_full = 0, i;
   DBusList *link, *next;
   int total = 0;
 
@@ -1138,7 +1146,7 @@ do_writing (DBusTransport *transport)
             ;
           if (i < n_full)
             {
-              if (++n_stepped_over >= AFBUS_MAX_STEPPED_OVER)
+              if (++stepped_over[i] > AFBUS_MAX_STEPPED_OVER)
                 return TRUE;
               continue;
             }
@@ -1199,6 +1207,7 @@ do_writing (DBusTransport *transport)
            * the next ones to other clients go on.  Its reading (or a
            * send to another recipient) makes the socket writable
            * again. */
+          stepped_over[n_full] = 0;
           full[n_full++] = dest;
         }
       else if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno) ||
@@ -1515,6 +1524,34 @@ fds_refused (DBusTransportAfbus *afbus_transport,
   _dbus_string_free (&dest);
 }
 
+/*
+ * check_incoming() on the datagram just read from @source.  When memory
+ * runs out, the datagram stays in the loader, marked unchecked: neither
+ * do_reading() nor the connection (afbus_finish_reading()) goes past it
+ * until the check is done, so no message reaches the application
+ * without it, and none is lost.
+ */
+static dbus_bool_t
+check_datagram (DBusTransportAfbus *afbus_transport,
+                dbus_uint64_t       source)
+{
+  afbus_transport->unchecked = !check_incoming (afbus_transport, source);
+  afbus_transport->unchecked_source = source;
+  return !afbus_transport->unchecked;
+}
+
+/* Before the connection takes messages from the loader: the check that
+ * ran out of memory, again.  FALSE while memory is still short. */
+static dbus_bool_t
+afbus_finish_reading (DBusTransport *transport)
+{
+  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+
+  if (!afbus_transport->unchecked)
+    return TRUE;
+  return check_datagram (afbus_transport, afbus_transport->unchecked_source);
+}
+
 /* returns false on out-of-memory */
 static dbus_bool_t
 do_reading (DBusTransport *transport)
@@ -1539,6 +1576,15 @@ do_reading (DBusTransport *transport)
       unsigned int n_fds = 0;
       dbus_uint64_t source = 0;
       int bytes_read, saved_errno, start;
+
+      /* The last datagram first, if its check ran out of memory. */
+      if (afbus_transport->unchecked)
+        {
+          if (!afbus_finish_reading (transport))
+            return FALSE;
+          if (!_dbus_transport_queue_messages (transport))
+            return FALSE;
+        }
 
       /* See if we've exceeded max messages and need to disable reading */
       check_read_watch (transport);
@@ -1622,7 +1668,7 @@ do_reading (DBusTransport *transport)
                      bytes_read, source);
       total += bytes_read;
 
-      if (!check_incoming (afbus_transport, source))
+      if (!check_datagram (afbus_transport, source))
         return FALSE;
 
       if (!_dbus_transport_queue_messages (transport))
@@ -1849,7 +1895,8 @@ static const DBusTransportVTable afbus_vtable = {
   afbus_connection_set,
   afbus_do_iteration,
   afbus_live_messages_changed,
-  afbus_get_socket_fd
+  afbus_get_socket_fd,
+  afbus_finish_reading
 };
 
 static DBusTransport *
