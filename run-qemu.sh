@@ -314,6 +314,8 @@ system_check() {
 	read -r p f s < <(guest_counts)
 	echo
 	echo "=== run-qemu.sh: system guest on the $kind kernel: $p passed, $f failed (log: $LOG)"
+	# Its failed tests' lines: they are in $LOG only, not on the console.
+	tr -d '\r' <"$LOG" | grep -a -E '^[# ]*not ok ' | head -n 40 || true
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 	guest_verdicts "system guest ($kind)" "$rc" "$SYSTEM_TIMEOUT" AFBUS_SYSTEM_TIMEOUT
 }

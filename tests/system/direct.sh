@@ -64,22 +64,26 @@ out=$(timeout 30 dbus-send --system --print-reply=literal --dest=org.freedesktop
 	org.freedesktop.DBus.GetId 2>&1)
 expect_match "the daemon answers again once continued" '^ +[0-9a-f]{32}$' "$out"
 
-# A hostile unprivileged client: uid afbus stalls the service for 6 s
+# A hostile unprivileged client: uid afbus stalls the service for 40 s
 # and floods it with 2000 calls meanwhile (its queue fills, the flooder
-# blocks).  The system's own services, the bus daemon, and a root
-# client calling the same service after the stall are unaffected, and
-# the flooder's calls are all answered in the end.
+# blocks).  The system's own services and the bus daemon answer while
+# the flood still waits (no calls= line yet: the bounds of 20 s are for
+# a loaded TCG host, the stall outlasts both), a root client calling
+# the same service after the stall is answered, and the flooder's calls
+# are all answered in the end.
 setpriv --reuid=afbus --regid=afbus --init-groups env HOME=/home/afbus \
 	DBUS_SESSION_BUS_ADDRESS="$DBUS_SESSION_BUS_ADDRESS" \
-	timeout 120 afbus-flood-client com.example.Echo 2000 6000 >/tmp/flood.out 2>&1 &
+	timeout 150 afbus-flood-client com.example.Echo 2000 40000 >/tmp/flood.out 2>&1 &
 flood=$!
 wait_for_line /tmp/flood.out '^flushing'
-out=$(timeout 5 dbus-send --system --print-reply=literal --dest=org.freedesktop.DBus / \
+out=$(timeout 20 dbus-send --system --print-reply=literal --dest=org.freedesktop.DBus / \
 	org.freedesktop.DBus.GetId 2>&1)
-expect_match "during the flood, the bus daemon answers within 5 s" '^ +[0-9a-f]{32}$' "$out"
-out=$(timeout 10 busctl --system get-property org.freedesktop.systemd1 \
+expect_match "during the flood, the bus daemon answers" '^ +[0-9a-f]{32}$' "$out"
+out=$(timeout 20 busctl --system get-property org.freedesktop.systemd1 \
 	/org/freedesktop/systemd1 org.freedesktop.systemd1.Manager Version 2>&1)
-expect_match "... and systemd (a unix client) within 10 s" '^s "[0-9]+' "$out"
+expect_match "... and systemd (a unix client)" '^s "[0-9]+' "$out"
+expect_eq "... both before the flood's stall ended" "" \
+	"$(grep '^calls=' /tmp/flood.out)"
 wait $flood
 expect_match "the flooder's 2000 calls are all answered, in order" \
 	'^calls=2000 ok=2000 in-order=1 ' "$(cat /tmp/flood.out)"
