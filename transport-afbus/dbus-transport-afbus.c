@@ -37,6 +37,7 @@
 #include "dbus-marshal-basic.h"
 #include "dbus-message-private.h"
 #include "dbus-sysdeps-unix.h"
+#include "dbus-timeout.h"
 #include "dbus-watch.h"
 #include "dbus-credentials.h"
 
@@ -100,6 +101,20 @@ typedef struct DBusTransportAfbus DBusTransportAfbus;
  */
 #define AFBUS_MAX_STEPPED_OVER 256
 
+/*
+ * After a send fails with EAGAIN, the kernel makes the socket writable
+ * again once the recipient that refused it has read (or left), and
+ * watches only that one recipient per socket, as an AF_UNIX datagram
+ * socket does its peer.  A pass that ended with more than one full
+ * recipient would then wait for the last of them alone: the others
+ * could read everything and get nothing more until it does.  So, while
+ * more than one was full at the end of the last pass, the transport
+ * tries again every this many milliseconds: a timeout on the
+ * connection for an application's main loop, a shorter poll in
+ * afbus_do_iteration() for a blocking one.
+ */
+#define AFBUS_RETRY_WRITING_MS 100
+
 /* Is @addr one client's unique address (not the daemon's, a name's or
  * the multicast one)? */
 #define AFBUS_IS_CLIENT_UNICAST(addr) \
@@ -115,6 +130,13 @@ struct DBusTransportAfbus
   DBusSocket fd;                        /**< The AF_BUS socket */
   DBusWatch *read_watch;                /**< Watch for readability */
   DBusWatch *write_watch;               /**< Watch for writability */
+  DBusTimeout *retry_timeout;           /**< Writes again while more than
+                                         *   one recipient is full
+                                         *   (AFBUS_RETRY_WRITING_MS) */
+  dbus_bool_t retry_added;              /**< It is on the connection */
+  unsigned int n_refused;               /**< Sends that failed with EAGAIN
+                                         *   for a full recipient in this
+                                         *   pass, once per recipient */
 
   int max_bytes_read_per_iteration;     /**< To avoid blocking too long */
   int max_bytes_written_per_iteration;  /**< To avoid blocking too long */
@@ -148,10 +170,59 @@ struct DBusTransportAfbus
                                          *   debugging) */
 };
 
+/*
+ * Puts the retry timeout on the connection (@retry) or takes it off.
+ * Called with the connection locked, where nothing is in progress: the
+ * connection drops its lock while it tells the application's main loop.
+ */
+static void
+set_retry_writing (DBusTransportAfbus *afbus_transport,
+                   dbus_bool_t         retry)
+{
+  DBusTransport *transport = (DBusTransport *) afbus_transport;
+
+  if (retry == afbus_transport->retry_added || transport->connection == NULL)
+    return;
+
+  if (retry)
+    {
+      /* Without memory: as before, the last full recipient's reading
+       * makes the socket writable. */
+      if (!_dbus_connection_add_timeout_unlocked (transport->connection,
+                                                  afbus_transport->retry_timeout))
+        return;
+    }
+  else
+    {
+      _dbus_connection_remove_timeout_unlocked (transport->connection,
+                                                afbus_transport->retry_timeout);
+    }
+
+  afbus_transport->retry_added = retry;
+}
+
+/* The retry timeout's handler, called by the application's main loop
+ * with the connection unlocked: a write as if the socket were writable. */
+static dbus_bool_t
+retry_writing (void *data)
+{
+  DBusTransportAfbus *afbus_transport = data;
+  DBusTransport *transport = (DBusTransport *) afbus_transport;
+
+  if (transport->connection == NULL || afbus_transport->write_watch == NULL)
+    return TRUE;
+
+  return _dbus_connection_handle_watch (afbus_transport->write_watch,
+                                        DBUS_WATCH_WRITABLE,
+                                        transport->connection);
+}
+
 static void
 free_watches (DBusTransport *transport)
 {
   DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+
+  set_retry_writing (afbus_transport, FALSE);
 
   if (afbus_transport->read_watch)
     {
@@ -183,6 +254,7 @@ afbus_finalize (DBusTransport *transport)
                  afbus_transport->n_dropped);
 
   free_watches (transport);
+  _dbus_timeout_unref (afbus_transport->retry_timeout);
   _dbus_string_free (&afbus_transport->own_name);
   _dbus_afbus_name_cache_free (afbus_transport->names);
   _dbus_afbus_peers_free (afbus_transport->peers);
@@ -1057,9 +1129,9 @@ is_driver_call (DBusMessage *message)
     (dest == NULL || strcmp (dest, DBUS_SERVICE_DBUS) == 0);
 }
 
-/* returns false on oom */
+/* One pass over the outgoing queue; returns false on oom */
 static dbus_bool_t
-do_writing (DBusTransport *transport)
+write_pass (DBusTransport *transport)
 {
   DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
   /* A bus client, which routes its own messages (not the daemon's side
@@ -1206,14 +1278,18 @@ do_writing (DBusTransport *transport)
           /* This recipient is full: its messages wait, in order, and
            * the next ones to other clients go on.  Its reading (or a
            * send to another recipient) makes the socket writable
-           * again. */
+           * again, if it was the last to refuse; else the retry
+           * (do_writing()) comes back to it. */
           stepped_over[n_full] = 0;
           full[n_full++] = dest;
+          afbus_transport->n_refused++;
         }
       else if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno) ||
                _dbus_get_is_errno_epipe (saved_errno))
         {
           /* Wait for room (or, on EPIPE, for the hangup to be read). */
+          if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno))
+            afbus_transport->n_refused++;
           return TRUE;
         }
       else if (saved_errno == ECONNREFUSED || saved_errno == EHOSTUNREACH ||
@@ -1241,6 +1317,23 @@ do_writing (DBusTransport *transport)
     }
 
   return TRUE;
+}
+
+/* Writes what it can; returns false on oom.  Arms the retry when more
+ * than one recipient refused a message and something is left to send. */
+static dbus_bool_t
+do_writing (DBusTransport *transport)
+{
+  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+  dbus_bool_t ok;
+
+  afbus_transport->n_refused = 0;
+  ok = write_pass (transport);
+  set_retry_writing (afbus_transport,
+                     afbus_transport->n_refused > 1 &&
+                     !transport->disconnected &&
+                     _dbus_connection_has_messages_to_send_unlocked (transport->connection));
+  return ok;
 }
 
 /*
@@ -1823,7 +1916,14 @@ afbus_do_iteration (DBusTransport *transport,
   if (poll_fd.events)
     {
       int poll_timeout = (flags & DBUS_ITERATION_BLOCK) ? timeout_milliseconds : 0;
+      dbus_bool_t retry = afbus_transport->retry_added &&
+        (poll_fd.events & _DBUS_POLLOUT);
       int saved_errno;
+
+      /* More than one recipient was full: try again meanwhile, as the
+       * retry timeout would in a main loop. */
+      if (retry && (poll_timeout < 0 || poll_timeout > AFBUS_RETRY_WRITING_MS))
+        poll_timeout = AFBUS_RETRY_WRITING_MS;
 
       /* Drop the connection lock while blocked, as the socket transport
        * does; the io path is still ours. */
@@ -1861,6 +1961,10 @@ afbus_do_iteration (DBusTransport *transport,
               if (need_write && (flags & DBUS_ITERATION_DO_WRITING))
                 do_writing (transport);
             }
+        }
+      else if (poll_res == 0 && retry && !transport->disconnected)
+        {
+          do_writing (transport);
         }
       else if (poll_res < 0)
         {
@@ -1980,6 +2084,12 @@ afbus_transport_new (DBusSocket        fd,
   if (afbus_transport->read_watch == NULL)
     goto failed;
 
+  afbus_transport->retry_timeout = _dbus_timeout_new (AFBUS_RETRY_WRITING_MS,
+                                                      retry_writing,
+                                                      afbus_transport, NULL);
+  if (afbus_transport->retry_timeout == NULL)
+    goto failed;
+
   if (!_dbus_transport_init_base (&afbus_transport->base, &afbus_vtable,
                                   server_guid, address))
     goto failed;
@@ -1998,6 +2108,8 @@ afbus_transport_new (DBusSocket        fd,
   return (DBusTransport *) afbus_transport;
 
  failed:
+  if (afbus_transport->retry_timeout != NULL)
+    _dbus_timeout_unref (afbus_transport->retry_timeout);
   if (afbus_transport->read_watch != NULL)
     {
       _dbus_watch_invalidate (afbus_transport->read_watch);

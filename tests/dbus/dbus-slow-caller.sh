@@ -65,4 +65,39 @@ slow() {
 slow "a native caller" "$AF"
 slow "a legacy caller" "$UX"
 
+# Two native callers as uid 65534, A then B, each make 20 calls with
+# 64 KiB replies and stop reading: A's replies wait in the service's
+# queue before B's, so each of the service's passes ends with B refusing
+# last, and the kernel watches only B for room (one recipient per
+# socket, as AF_UNIX).  A alone reads again: it gets all its replies
+# while B still does not read (the transport tries again every 100 ms
+# while more than one recipient is full; before, A waited for B).
+as_nobody /tmp/sc-a.out "DBUS_SESSION_BUS_ADDRESS=$AF afbus-slow-caller $svc 20 65536"
+slow_a=$!
+wait_for_line /tmp/sc-a.out '^sent [0-9]+$'
+as_nobody /tmp/sc-b.out "DBUS_SESSION_BUS_ADDRESS=$AF afbus-slow-caller $svc 20 65536"
+slow_b=$!
+wait_for_line /tmp/sc-b.out '^sent [0-9]+$'
+pid_a=$(sed -n 's/^sent //p' /tmp/sc-a.out)
+pid_b=$(sed -n 's/^sent //p' /tmp/sc-b.out)
+check "two slow callers A and B have sent their calls" test -n "$pid_a" -a -n "$pid_b"
+# (B's calls are answered, and its queue full, before A reads.)
+expect_match "... another client's calls are answered meanwhile" \
+	'^calls=10 ok=10 errors=0 ' "$(timeout 60 afbus-echo-client "$svc" 10 2>&1)"
+_t0=$(cpu_ticks $svc_pid)
+sleep 1.5
+_t1=$(cpu_ticks $svc_pid)
+check "... the service retries without spinning ($((_t1 - _t0)) ticks of CPU in 1.5 s)" \
+	test $((_t1 - _t0)) -lt 30
+kill -USR1 "$pid_a"
+wait $slow_a
+expect_match "A reads again and gets its 20 replies, in order, while B does not read" \
+	'^replies=20 ok=20 in-order=1 errors=0$' "$(cat /tmp/sc-a.out)"
+check "... B indeed has not read" \
+	sh -c "kill -0 $slow_b && ! grep -q '^replies=' /tmp/sc-b.out"
+kill -USR1 "$pid_b"
+wait $slow_b
+expect_match "... then B reads and gets its 20 replies, in order" \
+	'^replies=20 ok=20 in-order=1 errors=0$' "$(cat /tmp/sc-b.out)"
+
 finish
