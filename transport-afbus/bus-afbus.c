@@ -179,6 +179,33 @@ typedef struct
 static DBusHashTable *name_addrs = NULL;
 static dbus_uint64_t next_name_client = 1;
 
+/*
+ * What the daemon knows of an AF_BUS connection, in the connection's
+ * data (client_slot, allocated once for the daemon's life): its
+ * client's address, read with getpeername() once rather than on every
+ * message, and whether bus_afbus_join() let it onto the bus as a native
+ * client (not a legacy one).  A joined client stays an AF_BUS client
+ * once its socket is closed, while the daemon handles what it sent
+ * before leaving.
+ */
+typedef struct
+{
+  int fd;                 /**< the socket it was read from */
+  dbus_uint64_t addr;
+  dbus_bool_t joined;
+} BusAfbusClient;
+
+static dbus_int32_t client_slot = -1;
+
+static BusAfbusClient *
+client_get (DBusConnection *connection)
+{
+  if (client_slot < 0)
+    return NULL;
+
+  return dbus_connection_get_data (connection, client_slot);
+}
+
 /* The accepted socket of an AF_BUS connection (a legacy client's A1,
  * see bus-afbus-legacy.c), and the client's address. */
 dbus_bool_t
@@ -186,6 +213,7 @@ bus_afbus_connection_fd (DBusConnection *connection,
                          int            *fd_p,
                          dbus_uint64_t  *addr_p)
 {
+  BusAfbusClient *client;
   struct sockaddr_bus sa;
   socklen_t len = sizeof (sa);
   int fd;
@@ -195,13 +223,46 @@ bus_afbus_connection_fd (DBusConnection *connection,
        !dbus_connection_get_socket (connection, &fd)))
     return FALSE;
 
-  if (getpeername (fd, (struct sockaddr *) &sa, &len) < 0 ||
-      sa.sbus_family != AF_BUS)
+  /* Read from another socket: a legacy client's pair, now gone (its
+   * own socket is no AF_BUS one). */
+  client = client_get (connection);
+  if (client != NULL && client->fd != fd)
     return FALSE;
+
+  if (client == NULL)
+    {
+      /* A connection on another transport (a legacy client before its
+       * Hello gave it an AF_BUS pair) is asked again next time. */
+      if (getpeername (fd, (struct sockaddr *) &sa, &len) < 0 ||
+          sa.sbus_family != AF_BUS)
+        return FALSE;
+
+      /* Without memory it is asked again next time. */
+      if ((client_slot >= 0 || dbus_connection_allocate_data_slot (&client_slot)) &&
+          (client = dbus_new0 (BusAfbusClient, 1)) != NULL)
+        {
+          client->fd = fd;
+          client->addr = sa.sbus_addr.s_addr;
+          if (!dbus_connection_set_data (connection, client_slot, client,
+                                         dbus_free))
+            {
+              dbus_free (client);
+              client = NULL;
+            }
+        }
+
+      if (client == NULL)
+        {
+          *fd_p = fd;
+          if (addr_p != NULL)
+            *addr_p = sa.sbus_addr.s_addr;
+          return TRUE;
+        }
+    }
 
   *fd_p = fd;
   if (addr_p != NULL)
-    *addr_p = sa.sbus_addr.s_addr;
+    *addr_p = client->addr;
   return TRUE;
 }
 
@@ -303,20 +364,14 @@ bus_afbus_check_listen (BusContext *context,
   return TRUE;
 }
 
-/* Marks the AF_BUS clients bus_afbus_join() let onto the bus (not the
- * legacy ones; the data is the slot's address, never freed): they stay
- * AF_BUS clients once their socket is closed, while the daemon handles
- * what they sent before leaving.  Allocated once, for the daemon's
- * life. */
-static dbus_int32_t joined_slot = -1;
-
 dbus_bool_t
 bus_afbus_connection_is_afbus (DBusConnection *connection)
 {
+  BusAfbusClient *client;
   int fd;
 
-  if (connection != NULL && joined_slot >= 0 &&
-      dbus_connection_get_data (connection, joined_slot) != NULL)
+  if (connection != NULL && (client = client_get (connection)) != NULL &&
+      client->joined)
     return TRUE;
 
   return bus_afbus_connection_fd (connection, &fd, NULL);
@@ -350,18 +405,21 @@ dbus_bool_t
 bus_afbus_join (DBusConnection *connection,
                 DBusError      *error)
 {
+  BusAfbusClient *client;
   int fd;
 
   if (!bus_afbus_connection_fd (connection, &fd, NULL))
     return TRUE;
 
-  if (!bus_afbus_legacy_is_legacy (connection) &&
-      ((joined_slot < 0 && !dbus_connection_allocate_data_slot (&joined_slot)) ||
-       !dbus_connection_set_data (connection, joined_slot, &joined_slot, NULL)))
+  client = client_get (connection);
+  if (client == NULL)
     {
       BUS_SET_OOM (error);
       return FALSE;
     }
+
+  if (!bus_afbus_legacy_is_legacy (connection))
+    client->joined = TRUE;
 
   /* Its peers' signals must be filtered by its match rules from the
    * moment it can receive them. */
