@@ -24,6 +24,8 @@
 
 dbus_bool_t bus_afbus_policy_join         (DBusConnection *connection,
                                            DBusError      *error);
+dbus_bool_t bus_afbus_policy_monitor      (DBusConnection *connection,
+                                           DBusError      *error);
 void        bus_afbus_policy_reload_begin (void);
 void        bus_afbus_policy_reload_end   (void);
 

@@ -35,6 +35,7 @@
 #include "bus-afbus.h"
 #include "bus-afbus-legacy.h"
 #include "bus-afbus-match.h"
+#include "bus-afbus-policy.h"
 #include "dispatch.h"
 #include "services.h"
 #include "signals.h"
@@ -124,6 +125,7 @@ typedef struct
   DBusWatch         *watch;
   DBusMessageLoader *loader;
   DBusString         name;        /**< the sender's unique name */
+  dbus_uint64_t      source;      /**< and its address */
   dbus_uint32_t      drops;       /**< SO_RXQ_OVFL: copies dropped so far */
 } BusAfbusTap;
 
@@ -207,6 +209,33 @@ is_peer_watch_call (DBusMessage *message)
     dbus_message_has_destination (message, DBUS_SERVICE_DBUS);
 }
 
+/* Whether the library of an AF_BUS client sends @message to the daemon
+ * (a call to the bus driver), rather than to its peers. */
+static dbus_bool_t
+is_to_daemon (DBusMessage *message)
+{
+  const char *dest = dbus_message_get_destination (message);
+
+  if (dest != NULL)
+    return strcmp (dest, DBUS_SERVICE_DBUS) == 0;
+  return dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL;
+}
+
+/* The monitor at @addr, or NULL. */
+static DBusConnection *
+monitor_at (dbus_uint64_t addr)
+{
+  DBusList *link;
+  dbus_uint64_t a;
+
+  for (link = _dbus_list_get_first_link (&monitors); link != NULL;
+       link = _dbus_list_get_next_link (&monitors, link))
+    if (bus_afbus_connection_addr (link->data, &a) && a == addr)
+      return link->data;
+
+  return NULL;
+}
+
 /* A copy of an AF_BUS client's message, for the monitors and, when it
  * has a destination, the eavesdroppers.  Without memory they miss it. */
 static void
@@ -229,7 +258,33 @@ replay (BusAfbusTap *t,
    * before the daemon read its calls is no longer known here.) */
   if (is_peer_watch_call (message))
     return;
+  /* A monitor may send nothing, and no monitor sees what it sent.  What
+   * it sends the daemon closes it there (bus_dispatch()); the kernel
+   * refused anything else (it has no policy: bus_afbus_policy_monitor()),
+   * and the daemon closes it here, as dbus-daemon would have.  (A
+   * monitor has lost even its unique name.) */
+  sender = monitor_at (t->source);
+  if (sender != NULL)
+    {
+      if (!is_to_daemon (message) && dbus_connection_get_is_connected (sender))
+        {
+          bus_context_log (t->context, DBUS_SYSTEM_LOG_SECURITY,
+                           "Monitoring connection %s sent a message to its"
+                           " peers (type=\"%s\" interface=\"%s\""
+                           " member=\"%s\"), which monitors may not do;"
+                           " closing it", name,
+                           dbus_message_type_to_string (dbus_message_get_type (message)),
+                           dbus_message_get_interface (message) != NULL ?
+                           dbus_message_get_interface (message) : "(unset)",
+                           dbus_message_get_member (message) != NULL ?
+                           dbus_message_get_member (message) : "(unset)");
+          dbus_connection_close (sender);
+        }
+      return;
+    }
+
   sender = bus_afbus_owner (t->context, name);
+
   recipient = bus_afbus_owner (t->context,
                                dbus_message_get_destination (message));
 
@@ -388,6 +443,7 @@ tap_read_one (void)
     }
 
   source = sa.sbus_addr.s_addr;
+  t->source = source;
   _dbus_string_set_length (&t->name, 0);
   if (source == DBUS_AFBUS_MASTER ||
       !_dbus_afbus_unique_name_from_addr (source, &t->name) ||
@@ -601,11 +657,12 @@ bus_afbus_monitor_add (DBusConnection *monitor,
     }
 
   /* Before its first copy of a call: the kernel awaits no reply to it
-   * (bus-afbus-match.c). */
-  if (!bus_afbus_match_set_monitor (monitor, TRUE, error))
+   * (bus-afbus-match.c); and it sends nothing to its peers
+   * (bus-afbus-policy.c). */
+  if (!bus_afbus_match_set_monitor (monitor, TRUE, error) ||
+      !bus_afbus_policy_monitor (monitor, error))
     {
-      _dbus_list_remove_last (&monitors, monitor);
-      tap_close_if_unused ();
+      bus_afbus_monitor_remove (monitor);
       return FALSE;
     }
 
@@ -623,7 +680,10 @@ bus_afbus_monitor_remove (DBusConnection *monitor)
    * a monitor after all (no memory) loses it. */
   if (_dbus_list_remove_last (&monitors, monitor) &&
       dbus_connection_get_is_connected (monitor))
-    bus_afbus_match_set_monitor (monitor, FALSE, NULL);
+    {
+      bus_afbus_match_set_monitor (monitor, FALSE, NULL);
+      bus_afbus_policy_join (monitor, NULL);
+    }
   tap_close_if_unused ();
 }
 

@@ -364,6 +364,24 @@ bus_afbus_check_listen (BusContext *context,
   return TRUE;
 }
 
+/* The address of an AF_BUS connection's client, as last known: also
+ * once its socket is closed. */
+dbus_bool_t
+bus_afbus_connection_addr (DBusConnection *connection,
+                           dbus_uint64_t  *addr_p)
+{
+  BusAfbusClient *client;
+  int fd;
+
+  if (connection != NULL && (client = client_get (connection)) != NULL)
+    {
+      *addr_p = client->addr;
+      return TRUE;
+    }
+
+  return bus_afbus_connection_fd (connection, &fd, addr_p);
+}
+
 dbus_bool_t
 bus_afbus_connection_is_afbus (DBusConnection *connection)
 {
@@ -921,6 +939,13 @@ dbus_bool_t
 bus_afbus_connection_fd (DBusConnection *connection,
                          int            *fd_p,
                          dbus_uint64_t  *addr_p)
+{
+  return FALSE;
+}
+
+dbus_bool_t
+bus_afbus_connection_addr (DBusConnection *connection,
+                           dbus_uint64_t  *addr_p)
 {
   return FALSE;
 }

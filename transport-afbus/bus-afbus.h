@@ -38,6 +38,8 @@ dbus_bool_t bus_afbus_connection_is_afbus (DBusConnection *connection);
 dbus_bool_t bus_afbus_connection_fd       (DBusConnection *connection,
                                            int            *fd_p,
                                            dbus_uint64_t  *addr_p);
+dbus_bool_t bus_afbus_connection_addr     (DBusConnection *connection,
+                                           dbus_uint64_t  *addr_p);
 dbus_bool_t bus_afbus_unique_name         (DBusConnection *connection,
                                            DBusString     *name,
                                            DBusError      *error);

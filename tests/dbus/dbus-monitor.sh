@@ -136,6 +136,28 @@ for t in all leg; do
 		"$(count_lines $f "destination=$nsvc .*member=Echo\$") $(library_traffic $f)"
 done
 
+# A monitor may send nothing, and no monitor sees what one sent.  One
+# that calls an AF_BUS peer directly: the kernel refuses the call (the
+# monitor has no bus policy), its library answers AccessDenied, and the
+# daemon, shown the refused call by the tap, closes it.  One that calls
+# AddMatch: the daemon closes it, and the call gets NoReply, as from
+# dbus-daemon (upstream's /monitor/become).
+out=$($native timeout 30 afbus-monitor-send call "$nsvc" 2>&1)
+expect_eq "a monitor's direct call is refused, and the daemon closes the monitor" \
+	"monitor error org.freedesktop.DBus.Error.AccessDenied disconnected=1" "$(echo $out)"
+out=$($native timeout 30 afbus-monitor-send addmatch "member='FromMonitor'" 2>&1)
+expect_eq "a monitor's AddMatch gets NoReply: the daemon closes the monitor" \
+	"monitor error org.freedesktop.DBus.Error.NoReply disconnected=1" "$(echo $out)"
+$native dbus-send --session --type=signal /ready com.example.Ready.End3
+for t in all leg; do
+	f=/tmp/mn-$t.out
+	wait_for_line $f 'member=End3$'
+	expect_eq "$t: neither message of the two monitors" 0 \
+		"$(count_lines $f 'from-monitor|FromMonitor')"
+done
+expect_eq "the daemon logged why it closed each" "1 1" \
+	"$(count_lines /tmp/monitor.conf.out 'sent a message to its peers .*member="Echo".*closing it') $(count_lines /tmp/monitor.conf.out 'is not allowed to send messages; closing it')"
+
 # The monitors leave (and the subscriber): so does the daemon's
 # eavesdropper.
 kill $mon_all $mon_leg $mon_rule $sub_pid

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A monitor that sends, for the tests of what a monitor may do: nothing
+ * (dbus-daemon closes a monitor that sends it a message).
+ *
+ * Usage: afbus-monitor-send call DEST | addmatch RULE
+ *
+ * Connects to the session bus, becomes a monitor (BecomeMonitor with no
+ * rules), reads its messages up to the NameLost of its unique name (as
+ * upstream's /monitor/become does: none is left unread), then either calls com.example.Echo.Echo ("from-monitor") on
+ * DEST and waits 10 s at most for the answer, or calls AddMatch (RULE)
+ * on the bus driver, and prints
+ *   "monitor"                         (it became one)
+ *   "reply" or "error NAME"           (what the call got)
+ *   "disconnected=0|1"                (whether the bus closed it within
+ *                                      10 s of the call)
+ * Exit status 0 if it became a monitor.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <dbus/dbus.h>
+
+int main(int argc, char **argv)
+{
+	DBusError err = DBUS_ERROR_INIT;
+	DBusConnection *c;
+	DBusMessage *m, *reply;
+	DBusMessageIter iter, array;
+	dbus_uint32_t zero = 0;
+	const char *text = "from-monitor", *unique;
+	int i, lost = 0;
+
+	if (argc != 3 || (strcmp(argv[1], "call") && strcmp(argv[1], "addmatch"))) {
+		fprintf(stderr, "usage: %s call DEST | addmatch RULE\n", argv[0]);
+		return 2;
+	}
+
+	c = dbus_bus_get_private(DBUS_BUS_SESSION, &err);
+	if (c == NULL) {
+		fprintf(stderr, "connect: %s\n", err.message);
+		return 1;
+	}
+	dbus_connection_set_exit_on_disconnect(c, FALSE);
+
+	m = dbus_message_new_method_call(DBUS_SERVICE_DBUS, DBUS_PATH_DBUS,
+					 "org.freedesktop.DBus.Monitoring",
+					 "BecomeMonitor");
+	dbus_message_iter_init_append(m, &iter);
+	if (!dbus_message_iter_open_container(&iter, DBUS_TYPE_ARRAY, "s", &array) ||
+	    !dbus_message_iter_close_container(&iter, &array) ||
+	    !dbus_message_iter_append_basic(&iter, DBUS_TYPE_UINT32, &zero))
+		return 1;
+	reply = dbus_connection_send_with_reply_and_block(c, m, 10000, &err);
+	dbus_message_unref(m);
+	if (reply == NULL) {
+		fprintf(stderr, "BecomeMonitor: %s\n", err.message);
+		return 1;
+	}
+	dbus_message_unref(reply);
+	printf("monitor\n");
+	fflush(stdout);
+
+	/* As upstream's /monitor/become: take in everything up to the
+	 * NameLost of its unique name, so that nothing waits unread. */
+	unique = dbus_bus_get_unique_name(c);
+	for (i = 0; i < 100 && !lost; i++) {
+		dbus_connection_read_write(c, 100);
+		while ((m = dbus_connection_pop_message(c)) != NULL) {
+			const char *name;
+
+			if (dbus_message_is_signal(m, DBUS_INTERFACE_DBUS, "NameLost") &&
+			    dbus_message_get_args(m, NULL, DBUS_TYPE_STRING, &name,
+						  DBUS_TYPE_INVALID) &&
+			    strcmp(name, unique) == 0)
+				lost = 1;
+			dbus_message_unref(m);
+		}
+	}
+
+	if (strcmp(argv[1], "call") == 0) {
+		m = dbus_message_new_method_call(argv[2], "/", "com.example.Echo",
+						 "Echo");
+		if (m == NULL ||
+		    !dbus_message_append_args(m, DBUS_TYPE_STRING, &text,
+					      DBUS_TYPE_INVALID))
+			return 1;
+		reply = dbus_connection_send_with_reply_and_block(c, m, 10000,
+								  &err);
+		dbus_message_unref(m);
+	} else {
+		dbus_bus_add_match(c, argv[2], &err);
+		reply = NULL;
+	}
+	if (reply != NULL) {
+		printf("reply\n");
+		dbus_message_unref(reply);
+	} else {
+		printf("error %s\n", err.name ? err.name : "(none)");
+		dbus_error_free(&err);
+	}
+
+	for (i = 0; i < 100 && dbus_connection_get_is_connected(c); i++)
+		dbus_connection_read_write(c, 100);
+	printf("disconnected=%d\n", !dbus_connection_get_is_connected(c));
+	dbus_connection_close(c);
+	dbus_connection_unref(c);
+	return 0;
+}
