@@ -310,26 +310,6 @@ push_policy (PolicyBus       *pb,
   return TRUE;
 }
 
-/* Makes @connection use no kernel policy: it may then send nothing to
- * other clients (nor receive from them, but a monitor's copies come from
- * the daemon, whose messages are not checked). */
-static dbus_bool_t
-policy_none (const struct nfdbus_bus *bus,
-             dbus_uint64_t            peer,
-             DBusConnection          *connection,
-             DBusError               *error)
-{
-  int err = nfdbus_set_peer_policy (nfdbus, bus, peer, 0);
-
-  if (err < 0)
-    return bus_afbus_nfdbus_error (error, -err,
-                                   "Cannot take a monitor's bus policy away"
-                                   " in the kernel");
-  _dbus_verbose ("%s uses no AF_BUS policy: it sends to no client\n",
-                 bus_connection_get_name (connection));
-  return TRUE;
-}
-
 /**
  * A connection becomes a monitor, which may send nothing: dbus-daemon
  * closes a monitor that sends it a message (bus_dispatch()), and the
@@ -344,6 +324,7 @@ bus_afbus_policy_monitor (DBusConnection *connection,
 {
   struct nfdbus_bus bus;
   dbus_uint64_t peer;
+  int err;
 
   if (!bus_afbus_connection_bus (connection, &bus, &peer))
     return TRUE;
@@ -352,7 +333,17 @@ bus_afbus_policy_monitor (DBusConnection *connection,
   if (nfdbus == NULL)
     return FALSE;
 
-  return policy_none (&bus, peer, connection, error);
+  /* A client without a policy may send nothing to other clients (nor
+   * receive from them, but a monitor's copies come from the daemon,
+   * whose messages are not checked). */
+  err = nfdbus_set_peer_policy (nfdbus, &bus, peer, 0);
+  if (err < 0)
+    return bus_afbus_nfdbus_error (error, -err,
+                                   "Cannot take a monitor's bus policy away"
+                                   " in the kernel");
+  _dbus_verbose ("%s uses no AF_BUS policy: it sends to no client\n",
+                 bus_connection_get_name (connection));
+  return TRUE;
 }
 
 dbus_bool_t
@@ -366,16 +357,16 @@ bus_afbus_policy_join (DBusConnection *connection,
   char *key;
   int err;
 
+  /* (on ReloadConfig) a monitor keeps none */
+  if (bus_connection_is_monitor (connection))
+    return bus_afbus_policy_monitor (connection, error);
+
   if (!bus_afbus_connection_bus (connection, &bus, &peer))
     return TRUE;
 
   nfdbus = bus_afbus_nfdbus (error);
   if (nfdbus == NULL)
     return FALSE;
-
-  /* (on ReloadConfig) a monitor keeps none */
-  if (bus_connection_is_monitor (connection))
-    return policy_none (&bus, peer, connection, error);
 
   pb = policy_bus_get (&bus);
   key = pb != NULL ? policy_key (bus_connection_get_policy (connection)) : NULL;

@@ -23,6 +23,17 @@ library_traffic() {
 	count_lines "$1" "$_re"
 }
 
+# end_marker MEMBER FILE...: signal com.example.Ready.MEMBER, and wait
+# until each monitor's output FILE shows it (and so what came before).
+end_marker() {
+	_m=$1
+	shift
+	$native dbus-send --session --type=signal /ready com.example.Ready.$_m
+	for _f in "$@"; do
+		wait_for_line $_f "member=$_m\$"
+	done
+}
+
 mixed_bus_config /tmp/monitor.conf $AF $UX
 
 native="env DBUS_SESSION_BUS_ADDRESS=$AF"
@@ -72,10 +83,7 @@ for p in a b c; do
 done
 for p in $e_pids; do wait $p; done
 # The end marker, once everything before it reached the monitors.
-$native dbus-send --session --type=signal /ready com.example.Ready.End
-for f in /tmp/mn-all.out /tmp/mn-leg.out /tmp/mn-rule.out; do
-	wait_for_line $f 'member=End$'
-done
+end_marker End /tmp/mn-all.out /tmp/mn-leg.out /tmp/mn-rule.out
 i=0
 while [ "$(grep -c '^com.example.O.Ping' /tmp/mn-sub.out)" -lt 180 ] && [ $i -lt 100 ]; do
 	sleep 0.1
@@ -128,10 +136,9 @@ wait_exit $w_pid
 kill -CONT $BUS_PID
 expect_eq "a client calls directly and leaves while the daemon is stopped" \
 	"0 calls=2 ok=2 errors=0 forwarded=0 owners=" "$status $(tail -n 1 /tmp/mn-wait.out)"
-$native dbus-send --session --type=signal /ready com.example.Ready.End2
+end_marker End2 /tmp/mn-all.out /tmp/mn-leg.out
 for t in all leg; do
 	f=/tmp/mn-$t.out
-	wait_for_line $f 'member=End2$'
 	expect_eq "$t: then its 2 calls, and none of its library's traffic" "$((n0 + 2)) 0" \
 		"$(count_lines $f "destination=$nsvc .*member=Echo\$") $(library_traffic $f)"
 done
@@ -148,10 +155,9 @@ expect_eq "a monitor's direct call is refused, and the daemon closes the monitor
 out=$($native timeout 30 afbus-monitor-send addmatch "member='FromMonitor'" 2>&1)
 expect_eq "a monitor's AddMatch gets NoReply: the daemon closes the monitor" \
 	"monitor error org.freedesktop.DBus.Error.NoReply disconnected=1" "$(echo $out)"
-$native dbus-send --session --type=signal /ready com.example.Ready.End3
+end_marker End3 /tmp/mn-all.out /tmp/mn-leg.out
 for t in all leg; do
 	f=/tmp/mn-$t.out
-	wait_for_line $f 'member=End3$'
 	expect_eq "$t: neither message of the two monitors" 0 \
 		"$(count_lines $f 'from-monitor|FromMonitor')"
 done
