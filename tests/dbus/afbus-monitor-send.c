@@ -3,11 +3,12 @@
  * A monitor that sends, for the tests of what a monitor may do: nothing
  * (dbus-daemon closes a monitor that sends it a message).
  *
- * Usage: afbus-monitor-send call DEST | addmatch RULE
+ * Usage: afbus-monitor-send [--wait] call DEST | addmatch RULE
  *
  * Connects to the session bus, becomes a monitor (BecomeMonitor with no
  * rules), reads its messages up to the NameLost of its unique name (as
- * upstream's /monitor/become does: none is left unread), then either calls com.example.Echo.Echo ("from-monitor") on
+ * upstream's /monitor/become does: none is left unread), with --wait
+ * prints "ready" and waits for a line on its standard input, then either calls com.example.Echo.Echo ("from-monitor") on
  * DEST and waits 10 s at most for the answer, or calls AddMatch (RULE)
  * on the bus driver, and prints
  *   "monitor"                         (it became one)
@@ -28,10 +29,15 @@ int main(int argc, char **argv)
 	DBusMessageIter iter, array;
 	dbus_uint32_t zero = 0;
 	const char *text = "from-monitor", *unique;
-	int i, lost = 0;
+	int i, lost = 0, wait_line = 0;
 
+	if (argc > 1 && strcmp(argv[1], "--wait") == 0) {
+		wait_line = 1;
+		argv++;
+		argc--;
+	}
 	if (argc != 3 || (strcmp(argv[1], "call") && strcmp(argv[1], "addmatch"))) {
-		fprintf(stderr, "usage: %s call DEST | addmatch RULE\n", argv[0]);
+		fprintf(stderr, "usage: afbus-monitor-send [--wait] call DEST | addmatch RULE\n");
 		return 2;
 	}
 
@@ -75,6 +81,14 @@ int main(int argc, char **argv)
 				lost = 1;
 			dbus_message_unref(m);
 		}
+	}
+	if (wait_line) {
+		char line[16];
+
+		printf("ready\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
 	}
 
 	if (strcmp(argv[1], "call") == 0) {

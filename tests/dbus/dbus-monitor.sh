@@ -155,13 +155,29 @@ expect_eq "a monitor's direct call is refused, and the daemon closes the monitor
 out=$($native timeout 30 afbus-monitor-send addmatch "member='FromMonitor'" 2>&1)
 expect_eq "a monitor's AddMatch gets NoReply: the daemon closes the monitor" \
 	"monitor error org.freedesktop.DBus.Error.NoReply disconnected=1" "$(echo $out)"
+# A monitor stays without a bus policy across a ReloadConfig, which
+# gives every other client its policy anew.
+mkfifo /tmp/mn-send.in
+$native afbus-monitor-send --wait call "$nsvc" </tmp/mn-send.in >/tmp/mn-send.out 2>&1 &
+s_pid=$!
+exec 7>/tmp/mn-send.in
+wait_for_line /tmp/mn-send.out '^ready$'
+out=$(timeout 20 $native dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
+	org.freedesktop.DBus.ReloadConfig 2>&1; echo "rc=$?")
+echo go >&7
+exec 7>&-
+wait_exit $s_pid
+expect_match "the daemon reloads its configuration" 'rc=0$' "$out"
+expect_eq "... after which a monitor's direct call is still refused" \
+	"0 monitor ready error org.freedesktop.DBus.Error.AccessDenied disconnected=1" \
+	"$status $(echo $(cat /tmp/mn-send.out))"
 end_marker End3 /tmp/mn-all.out /tmp/mn-leg.out
 for t in all leg; do
 	f=/tmp/mn-$t.out
-	expect_eq "$t: neither message of the two monitors" 0 \
+	expect_eq "$t: none of what the three monitors sent" 0 \
 		"$(count_lines $f 'from-monitor|FromMonitor')"
 done
-expect_eq "the daemon logged why it closed each" "1 1" \
+expect_eq "the daemon logged why it closed each" "2 1" \
 	"$(count_lines /tmp/monitor.conf.out 'sent a message to its peers .*member="Echo".*closing it') $(count_lines /tmp/monitor.conf.out 'is not allowed to send messages; closing it')"
 
 # The monitors leave (and the subscriber): so does the daemon's
