@@ -83,7 +83,7 @@ as_afbus timeout 30 busctl --user status >/dev/null 2>&1
 case $AFBUS_KERNEL in
 afbus)
 	i=0
-	while [ ! -s $run/bus.afbus ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	while [ ! -s $run/bus.afbus ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 	expect_match "the user bus writes $run/bus.afbus, naming a bus beside it" \
 		"^$run/dbus-afbus-[A-Za-z0-9]+\$" "$(cat $run/bus.afbus 2>&1)"
 	;;
