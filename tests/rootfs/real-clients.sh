@@ -229,4 +229,35 @@ expect_eq "... which AF_BUS callers reach by name again" "   $hand_a" "$out"
 out=$(gdbus_call "$UX" com.example.Hand / com.example.Echo.Whoami)
 expect_eq "... and so do unix callers" "('$hand_a',)" "$out"
 
+# --- two callers that stop reading, answered by dbus-python's service
+# (GLib's main loop, where the transport's retry is a DBusTimeout on the
+# connection, not a poll of its own as in afbus-echo-service, whose case
+# is in tests/dbus/dbus-slow-caller.sh).  A's 20 replies of 64 KiB wait
+# in the service's queue before B's; A alone reads again and gets all of
+# them while B does not read, then B gets its own.  (Unlike the C
+# service's case, this one also passed with the retry disabled: it shows
+# that the retry does not disturb a main loop, not that one needs it.)
+bg sh -c "$PY service $AF com.example.PySlow >$D/pyslow.out 2>&1"
+pyslow=$(ready_name "$D/pyslow.out")
+afbus-slow-caller "$pyslow" 20 65536 >$D/slow-a.out 2>&1 &
+slow_a=$!
+wait_for_line $D/slow-a.out '^sent [0-9]+$'
+afbus-slow-caller "$pyslow" 20 65536 >$D/slow-b.out 2>&1 &
+slow_b=$!
+wait_for_line $D/slow-b.out '^sent [0-9]+$'
+# (B's calls answered and its queue full before A reads)
+out=$(timeout 60 afbus-echo-client "$pyslow" 3 2>&1)
+expect_match "dbus-python's service answers others while two callers do not read" \
+	'^calls=3 ok=3 errors=0 ' "$out"
+kill -USR1 $slow_a
+wait $slow_a
+expect_match "... the first to read again gets its 20 replies, in order, while the other does not read" \
+	'^replies=20 ok=20 in-order=1 errors=0$' "$(cat $D/slow-a.out)"
+check "... the other indeed has not read" \
+	sh -c "kill -0 $slow_b && ! grep -q '^replies=' $D/slow-b.out"
+kill -USR1 $slow_b
+wait $slow_b
+expect_match "... then it gets its 20" \
+	'^replies=20 ok=20 in-order=1 errors=0$' "$(cat $D/slow-b.out)"
+
 finish
