@@ -1916,12 +1916,13 @@ afbus_do_iteration (DBusTransport *transport,
   if (poll_fd.events)
     {
       int poll_timeout = (flags & DBUS_ITERATION_BLOCK) ? timeout_milliseconds : 0;
+      /* More than one recipient was full: a blocking iteration tries
+       * again meanwhile, as the retry timeout would in a main loop (a
+       * non-blocking one just wrote, or will at the next). */
       dbus_bool_t retry = afbus_transport->retry_added &&
-        (poll_fd.events & _DBUS_POLLOUT);
+        (flags & DBUS_ITERATION_BLOCK) && (poll_fd.events & _DBUS_POLLOUT);
       int saved_errno;
 
-      /* More than one recipient was full: try again meanwhile, as the
-       * retry timeout would in a main loop. */
       if (retry && (poll_timeout < 0 || poll_timeout > AFBUS_RETRY_WRITING_MS))
         poll_timeout = AFBUS_RETRY_WRITING_MS;
 
