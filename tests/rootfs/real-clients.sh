@@ -232,21 +232,23 @@ expect_eq "... and so do unix callers" "('$hand_a',)" "$out"
 # --- two callers that stop reading, answered by dbus-python's service
 # (GLib's main loop, where the transport's retry is a DBusTimeout on the
 # connection, not a poll of its own as in afbus-echo-service, whose case
-# is in tests/dbus/dbus-slow-caller.sh).  A's 20 replies of 64 KiB wait
-# in the service's queue before B's; A alone reads again and gets all of
-# them while B does not read, then B gets its own.  (Unlike the C
-# service's case, this one also passed with the retry disabled: it shows
-# that the retry does not disturb a main loop, not that one needs it.)
+# is in tests/dbus/dbus-slow-caller.sh), on a bus of its own whose
+# clients' receive buffers hold 256 KiB (max_outgoing_bytes), so that
+# the callers' queues fill.  A's 20 replies of 64 KiB wait in the
+# service's queue before B's; A alone reads again and gets all of them
+# while B does not read, then B gets its own.
+check "a second daemon, whose clients' receive buffers hold 256 KiB, starts" \
+	start_mixed_bus /tmp/real-clients-slow max_outgoing_bytes=262144
 bg sh -c "$PY service $AF com.example.PySlow >$D/pyslow.out 2>&1"
 pyslow=$(ready_name "$D/pyslow.out")
-afbus-slow-caller "$pyslow" 20 65536 >$D/slow-a.out 2>&1 &
+DBUS_SESSION_BUS_ADDRESS=$AF afbus-slow-caller "$pyslow" 20 65536 >$D/slow-a.out 2>&1 &
 slow_a=$!
 wait_for_line $D/slow-a.out '^sent [0-9]+$'
-afbus-slow-caller "$pyslow" 20 65536 >$D/slow-b.out 2>&1 &
+DBUS_SESSION_BUS_ADDRESS=$AF afbus-slow-caller "$pyslow" 20 65536 >$D/slow-b.out 2>&1 &
 slow_b=$!
 wait_for_line $D/slow-b.out '^sent [0-9]+$'
 # (B's calls answered and its queue full before A reads)
-out=$(timeout 60 afbus-echo-client "$pyslow" 3 2>&1)
+out=$(DBUS_SESSION_BUS_ADDRESS=$AF timeout 60 afbus-echo-client "$pyslow" 3 2>&1)
 expect_match "dbus-python's service answers others while two callers do not read" \
 	'^calls=3 ok=3 errors=0 ' "$out"
 kill -USR1 $slow_a
