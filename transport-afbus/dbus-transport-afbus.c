@@ -135,8 +135,11 @@ struct DBusTransportAfbus
                                          *   (AFBUS_RETRY_WRITING_MS) */
   dbus_bool_t retry_added;              /**< It is on the connection */
   unsigned int n_refused;               /**< Sends that failed with EAGAIN
-                                         *   for a full recipient in this
-                                         *   pass, once per recipient */
+                                         *   in this pass: once per full
+                                         *   client, plus the one that
+                                         *   ended the pass, if any (which
+                                         *   may have been to one of them:
+                                         *   then a retry comes needlessly) */
 
   int max_bytes_read_per_iteration;     /**< To avoid blocking too long */
   int max_bytes_written_per_iteration;  /**< To avoid blocking too long */
