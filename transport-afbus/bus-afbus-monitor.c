@@ -245,7 +245,7 @@ replay (BusAfbusTap *t,
   const char *name = _dbus_string_get_const_data (&t->name);
   DBusError error = DBUS_ERROR_INIT;
   BusTransaction *transaction;
-  DBusConnection *sender, *recipient;
+  DBusConnection *monitor, *sender, *recipient;
 
   /* As bus_dispatch() does; the sender is who the kernel says.  A
    * client not yet named (its Hello) counts as no connection. */
@@ -263,10 +263,10 @@ replay (BusAfbusTap *t,
    * refused anything else (it has no policy: bus_afbus_policy_monitor()),
    * and the daemon closes it here, as dbus-daemon would have.  (A
    * monitor has lost even its unique name.) */
-  sender = monitor_at (t->source);
-  if (sender != NULL)
+  monitor = monitor_at (t->source);
+  if (monitor != NULL)
     {
-      if (!is_to_daemon (message) && dbus_connection_get_is_connected (sender))
+      if (!is_to_daemon (message) && dbus_connection_get_is_connected (monitor))
         {
           bus_context_log (t->context, DBUS_SYSTEM_LOG_SECURITY,
                            "Monitoring connection %s sent a message to its"
@@ -278,13 +278,12 @@ replay (BusAfbusTap *t,
                            dbus_message_get_interface (message) : "(unset)",
                            dbus_message_get_member (message) != NULL ?
                            dbus_message_get_member (message) : "(unset)");
-          dbus_connection_close (sender);
+          dbus_connection_close (monitor);
         }
       return;
     }
 
   sender = bus_afbus_owner (t->context, name);
-
   recipient = bus_afbus_owner (t->context,
                                dbus_message_get_destination (message));
 

@@ -206,6 +206,28 @@ client_get (DBusConnection *connection)
   return dbus_connection_get_data (connection, client_slot);
 }
 
+/* Keeps @connection's socket and address; without memory they are
+ * read again next time. */
+static void
+client_remember (DBusConnection *connection,
+                 int             fd,
+                 dbus_uint64_t   addr)
+{
+  BusAfbusClient *client;
+
+  if (client_slot < 0 && !dbus_connection_allocate_data_slot (&client_slot))
+    return;
+
+  client = dbus_new0 (BusAfbusClient, 1);
+  if (client == NULL)
+    return;
+
+  client->fd = fd;
+  client->addr = addr;
+  if (!dbus_connection_set_data (connection, client_slot, client, dbus_free))
+    dbus_free (client);
+}
+
 /* The accepted socket of an AF_BUS connection (a legacy client's A1,
  * see bus-afbus-legacy.c), and the client's address. */
 dbus_bool_t
@@ -216,6 +238,7 @@ bus_afbus_connection_fd (DBusConnection *connection,
   BusAfbusClient *client;
   struct sockaddr_bus sa;
   socklen_t len = sizeof (sa);
+  dbus_uint64_t addr;
   int fd;
 
   if (connection == NULL ||
@@ -223,46 +246,29 @@ bus_afbus_connection_fd (DBusConnection *connection,
        !dbus_connection_get_socket (connection, &fd)))
     return FALSE;
 
-  /* Read from another socket: a legacy client's pair, now gone (its
-   * own socket is no AF_BUS one). */
   client = client_get (connection);
-  if (client != NULL && client->fd != fd)
-    return FALSE;
-
-  if (client == NULL)
+  if (client != NULL)
+    {
+      /* Read from another socket: a legacy client's pair, now gone (its
+       * own socket is no AF_BUS one). */
+      if (client->fd != fd)
+        return FALSE;
+      addr = client->addr;
+    }
+  else
     {
       /* A connection on another transport (a legacy client before its
        * Hello gave it an AF_BUS pair) is asked again next time. */
       if (getpeername (fd, (struct sockaddr *) &sa, &len) < 0 ||
           sa.sbus_family != AF_BUS)
         return FALSE;
-
-      /* Without memory it is asked again next time. */
-      if ((client_slot >= 0 || dbus_connection_allocate_data_slot (&client_slot)) &&
-          (client = dbus_new0 (BusAfbusClient, 1)) != NULL)
-        {
-          client->fd = fd;
-          client->addr = sa.sbus_addr.s_addr;
-          if (!dbus_connection_set_data (connection, client_slot, client,
-                                         dbus_free))
-            {
-              dbus_free (client);
-              client = NULL;
-            }
-        }
-
-      if (client == NULL)
-        {
-          *fd_p = fd;
-          if (addr_p != NULL)
-            *addr_p = sa.sbus_addr.s_addr;
-          return TRUE;
-        }
+      addr = sa.sbus_addr.s_addr;
+      client_remember (connection, fd, addr);
     }
 
   *fd_p = fd;
   if (addr_p != NULL)
-    *addr_p = client->addr;
+    *addr_p = addr;
   return TRUE;
 }
 

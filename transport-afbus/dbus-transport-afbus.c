@@ -134,12 +134,6 @@ struct DBusTransportAfbus
                                          *   one recipient is full
                                          *   (AFBUS_RETRY_WRITING_MS) */
   dbus_bool_t retry_added;              /**< It is on the connection */
-  unsigned int n_refused;               /**< Sends that failed with EAGAIN
-                                         *   in this pass: once per full
-                                         *   client, plus the one that
-                                         *   ended the pass, if any (which
-                                         *   may have been to one of them:
-                                         *   then a retry comes needlessly) */
 
   int max_bytes_read_per_iteration;     /**< To avoid blocking too long */
   int max_bytes_written_per_iteration;  /**< To avoid blocking too long */
@@ -1132,9 +1126,13 @@ is_driver_call (DBusMessage *message)
     (dest == NULL || strcmp (dest, DBUS_SERVICE_DBUS) == 0);
 }
 
-/* One pass over the outgoing queue; returns false on oom */
+/* One pass over the outgoing queue; returns false on oom.  *n_refused
+ * counts the sends that failed with EAGAIN: once per full client, plus
+ * the one that ended the pass, if any (which may have been to one of
+ * them: then a retry comes needlessly). */
 static dbus_bool_t
-write_pass (DBusTransport *transport)
+write_pass (DBusTransport *transport,
+            unsigned int  *n_refused)
 {
   DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
   /* A bus client, which routes its own messages (not the daemon's side
@@ -1285,14 +1283,14 @@ write_pass (DBusTransport *transport)
            * (do_writing()) comes back to it. */
           stepped_over[n_full] = 0;
           full[n_full++] = dest;
-          afbus_transport->n_refused++;
+          (*n_refused)++;
         }
       else if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno) ||
                _dbus_get_is_errno_epipe (saved_errno))
         {
           /* Wait for room (or, on EPIPE, for the hangup to be read). */
           if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno))
-            afbus_transport->n_refused++;
+            (*n_refused)++;
           return TRUE;
         }
       else if (saved_errno == ECONNREFUSED || saved_errno == EHOSTUNREACH ||
@@ -1327,13 +1325,12 @@ write_pass (DBusTransport *transport)
 static dbus_bool_t
 do_writing (DBusTransport *transport)
 {
-  DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
+  unsigned int n_refused = 0;
   dbus_bool_t ok;
 
-  afbus_transport->n_refused = 0;
-  ok = write_pass (transport);
-  set_retry_writing (afbus_transport,
-                     afbus_transport->n_refused > 1 &&
+  ok = write_pass (transport, &n_refused);
+  set_retry_writing ((DBusTransportAfbus *) transport,
+                     n_refused > 1 &&
                      !transport->disconnected &&
                      _dbus_connection_has_messages_to_send_unlocked (transport->connection));
   return ok;
