@@ -6,11 +6,13 @@
  * Usage: afbus-monitor-send [--wait] call DEST | addmatch RULE
  *
  * Connects to the session bus, becomes a monitor (BecomeMonitor with no
- * rules), reads its messages up to the NameLost of its unique name (as
+ * rules), takes in its messages up to the NameLost of its unique name
+ * and the monitor's copy of the NameOwnerChanged that follows it (as
  * upstream's /monitor/become does: none is left unread), with --wait
- * prints "ready" and waits for a line on its standard input, then either calls com.example.Echo.Echo ("from-monitor") on
- * DEST and waits 10 s at most for the answer, or calls AddMatch (RULE)
- * on the bus driver, and prints
+ * prints "ready" and waits for a line on its standard input, then
+ * either calls com.example.Echo.Echo ("from-monitor") on DEST and waits
+ * 10 s at most for the answer, or calls AddMatch (RULE) on the bus
+ * driver, and prints
  *   "monitor"                         (it became one)
  *   "reply" or "error NAME"           (what the call got)
  *   "disconnected=0|1"                (whether the bus closed it within
@@ -67,21 +69,36 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	/* As upstream's /monitor/become: take in everything up to the
-	 * NameLost of its unique name, so that nothing waits unread. */
+	 * NameLost of its unique name and, since a monitor with no rules
+	 * sees everything, the copy of the NameOwnerChanged that announces
+	 * the loss (the daemon sends them in this order, but as separate
+	 * datagrams, which one read need not take in together), so that
+	 * nothing waits unread. */
 	unique = dbus_bus_get_unique_name(c);
-	for (i = 0; i < 100 && !lost; i++) {
+	for (i = 0; i < 100 && lost < 2; i++) {
 		dbus_connection_read_write(c, 100);
 		while ((m = dbus_connection_pop_message(c)) != NULL) {
-			const char *name;
+			const char *name, *old_owner, *new_owner;
 
 			if (dbus_message_is_signal(m, DBUS_INTERFACE_DBUS, "NameLost") &&
 			    dbus_message_get_args(m, NULL, DBUS_TYPE_STRING, &name,
 						  DBUS_TYPE_INVALID) &&
 			    strcmp(name, unique) == 0)
-				lost = 1;
+				lost++;
+			else if (dbus_message_is_signal(m, DBUS_INTERFACE_DBUS,
+							"NameOwnerChanged") &&
+				 dbus_message_get_args(m, NULL,
+						       DBUS_TYPE_STRING, &name,
+						       DBUS_TYPE_STRING, &old_owner,
+						       DBUS_TYPE_STRING, &new_owner,
+						       DBUS_TYPE_INVALID) &&
+				 strcmp(name, unique) == 0 && *new_owner == '\0')
+				lost++;
 			dbus_message_unref(m);
 		}
 	}
+	if (lost < 2)
+		fprintf(stderr, "afbus-monitor-send: did not see its unique name lost\n");
 	if (wait_line) {
 		char line[16];
 
@@ -104,6 +121,20 @@ int main(int argc, char **argv)
 	} else {
 		dbus_bus_add_match(c, argv[2], &err);
 		reply = NULL;
+	}
+	/* Whatever was read but not taken in when the call ended: libdbus
+	 * answers a call with Disconnected rather than NoReply if messages
+	 * wait unread when the bus closes the connection.  Said on standard
+	 * error, so that a failing check shows why. */
+	while ((m = dbus_connection_pop_message(c)) != NULL) {
+		if (!dbus_message_has_interface(m, DBUS_INTERFACE_LOCAL))
+			fprintf(stderr, "unread: type=%d %s.%s from %s serial=%u\n",
+				dbus_message_get_type(m),
+				dbus_message_get_interface(m) ?: "-",
+				dbus_message_get_member(m) ?: "-",
+				dbus_message_get_sender(m) ?: "-",
+				dbus_message_get_serial(m));
+		dbus_message_unref(m);
 	}
 	if (reply != NULL) {
 		printf("reply\n");
