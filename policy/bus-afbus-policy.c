@@ -85,7 +85,7 @@
 #include <dbus/dbus-list.h>
 #include <dbus/dbus-string.h>
 
-#include "bus-afbus.h"
+#include "bus-afbus-names.h"
 #include "bus-afbus-match.h"
 #include "connection.h"
 #include "policy.h"

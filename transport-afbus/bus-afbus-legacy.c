@@ -27,8 +27,7 @@
 #include <dbus/dbus-transport-afbus.h>
 
 #include "bus.h"
-#include "bus-afbus.h"
-#include "bus-afbus-monitor.h"
+#include "bus-afbus-names.h"
 #include "services.h"
 #include "utils.h"
 
@@ -502,9 +501,12 @@ bus_afbus_legacy_attach (DBusConnection *connection,
       !dbus_connection_set_data (connection, legacy_slot, legacy, legacy_free))
     goto oom;
 
-  /* From here on the connection owns the pair (legacy_free). */
-  if (!relay_register (legacy))
+  /* From here on the connection owns the pair (legacy_free), and A1
+   * stands for it on the bus. */
+  if (!bus_afbus_connection_set_pair (connection, legacy->accepted_fd) ||
+      !relay_register (legacy))
     {
+      bus_afbus_connection_drop_pair (connection);
       dbus_connection_set_data (connection, legacy_slot, NULL, NULL);
       legacy = NULL;
       goto oom;
@@ -542,18 +544,9 @@ bus_afbus_legacy_detach (DBusConnection *connection)
   if (legacy == NULL)
     return;
 
-  /* Monitors' copies of what C1 sent are told from the others by its
-   * name until it closes. */
-  bus_afbus_monitor_drain (legacy->context);
-
+  bus_afbus_connection_drop_pair (connection);
   dbus_connection_set_data (connection, legacy_slot, NULL, NULL);
   dbus_connection_free_data_slot (&legacy_slot);
-}
-
-dbus_bool_t
-bus_afbus_legacy_is_legacy (DBusConnection *connection)
-{
-  return legacy_get (connection) != NULL;
 }
 
 /**
@@ -564,20 +557,6 @@ dbus_bool_t
 bus_afbus_legacy_is_relay (const char *name)
 {
   return relays != NULL && _dbus_hash_table_lookup_string (relays, name) != NULL;
-}
-
-/** A1, the accepted socket that stands for a legacy client on the bus. */
-dbus_bool_t
-bus_afbus_legacy_accepted_fd (DBusConnection *connection,
-                              int            *fd_p)
-{
-  BusAfbusLegacy *legacy = legacy_get (connection);
-
-  if (legacy == NULL)
-    return FALSE;
-
-  *fd_p = legacy->accepted_fd;
-  return TRUE;
 }
 
 /** Where the daemon's messages to @p connection wait to be written. */
@@ -728,20 +707,7 @@ bus_afbus_legacy_detach (DBusConnection *connection)
 }
 
 dbus_bool_t
-bus_afbus_legacy_is_legacy (DBusConnection *connection)
-{
-  return FALSE;
-}
-
-dbus_bool_t
 bus_afbus_legacy_is_relay (const char *name)
-{
-  return FALSE;
-}
-
-dbus_bool_t
-bus_afbus_legacy_accepted_fd (DBusConnection *connection,
-                              int            *fd_p)
 {
   return FALSE;
 }

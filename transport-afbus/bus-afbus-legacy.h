@@ -25,10 +25,7 @@
 dbus_bool_t     bus_afbus_legacy_attach       (DBusConnection *connection,
                                                DBusError      *error);
 void            bus_afbus_legacy_detach       (DBusConnection *connection);
-dbus_bool_t     bus_afbus_legacy_is_legacy    (DBusConnection *connection);
 dbus_bool_t     bus_afbus_legacy_is_relay     (const char     *name);
-dbus_bool_t     bus_afbus_legacy_accepted_fd  (DBusConnection *connection,
-                                               int            *fd_p);
 DBusConnection *bus_afbus_legacy_outgoing     (DBusConnection *connection);
 DBusConnection *bus_afbus_legacy_queue        (DBusConnection *sender,
                                                DBusConnection *destination,

@@ -25,7 +25,7 @@
 #include <dbus/dbus-list.h>
 #include <dbus/dbus-server-afbus.h>
 
-#include "bus-afbus.h"
+#include "bus-afbus-names.h"
 #include "utils.h"
 
 /*

@@ -32,7 +32,7 @@
 #include <dbus/dbus-watch.h>
 
 #include "bus.h"
-#include "bus-afbus.h"
+#include "bus-afbus-names.h"
 #include "bus-afbus-legacy.h"
 #include "bus-afbus-match.h"
 #include "bus-afbus-policy.h"
@@ -183,7 +183,7 @@ monitors_lost (BusContext *context,
 static dbus_bool_t
 sends_through_kernel (DBusConnection *sender)
 {
-  return sender != NULL && !bus_afbus_legacy_is_legacy (sender) &&
+  return sender != NULL && !bus_afbus_connection_is_legacy (sender) &&
     bus_afbus_connection_is_afbus (sender);
 }
 

@@ -26,7 +26,7 @@
 #include <dbus/dbus-list.h>
 #include <dbus/dbus-marshal-validate.h>
 
-#include "bus-afbus.h"
+#include "bus-afbus-names.h"
 #include "driver.h"
 #include "utils.h"
 

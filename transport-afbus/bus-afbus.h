@@ -22,8 +22,8 @@
 #include <dbus/dbus-list.h>
 #include <dbus/dbus-string.h>
 #include "connection.h"
+#include "bus-afbus-names.h"
 
-DBusServer *bus_afbus_server              (BusContext     *context);
 dbus_bool_t bus_afbus_check_listen        (BusContext     *context,
                                            DBusError      *error);
 dbus_bool_t bus_afbus_skip_listen         (BusContext     *context,
@@ -32,26 +32,9 @@ dbus_bool_t bus_afbus_skip_listen         (BusContext     *context,
 dbus_bool_t bus_afbus_cmdline_addresses   (DBusList      **list,
                                            const char     *address,
                                            DBusList      **config);
-DBusConnection *bus_afbus_owner           (BusContext     *context,
-                                           const char     *name);
-dbus_bool_t bus_afbus_connection_is_afbus (DBusConnection *connection);
-dbus_bool_t bus_afbus_connection_fd       (DBusConnection *connection,
-                                           int            *fd_p,
-                                           dbus_uint64_t  *addr_p);
-dbus_bool_t bus_afbus_connection_addr     (DBusConnection *connection,
-                                           dbus_uint64_t  *addr_p);
-dbus_bool_t bus_afbus_unique_name         (DBusConnection *connection,
-                                           DBusString     *name,
-                                           DBusError      *error);
 dbus_bool_t bus_afbus_join                (DBusConnection *connection,
                                            DBusError      *error);
-dbus_bool_t bus_afbus_name_addr           (const char     *name,
-                                           dbus_uint64_t  *addr);
-dbus_bool_t bus_afbus_name_addr_pin       (const char     *name,
-                                           dbus_uint64_t  *addr);
-dbus_bool_t bus_afbus_name_addr_ref       (const char     *name,
-                                           dbus_uint64_t  *addr);
-void        bus_afbus_name_addr_unref     (const char     *name);
+void        bus_afbus_connection_closed   (DBusConnection *connection);
 dbus_bool_t bus_afbus_name_owner_changed  (BusTransaction *transaction,
                                            const char     *name,
                                            const char     *old_owner,
