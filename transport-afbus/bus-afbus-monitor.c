@@ -190,12 +190,13 @@ sends_through_kernel (DBusConnection *sender)
 /* The AF_BUS library's own traffic with the daemon, which monitors do
  * not see (dbus-daemon's clients have none). */
 
-/* The daemon's Forwarded and PeerGone signals. */
+/* The daemon's signals to a client's library: Forwarded, PeerGone,
+ * ReplyTimeout. */
 static dbus_bool_t
 is_daemon_afbus_signal (DBusMessage *message)
 {
-  return dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "Forwarded") ||
-    dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "PeerGone");
+  return dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_SIGNAL &&
+    dbus_message_has_interface (message, DBUS_INTERFACE_AFBUS);
 }
 
 /* A client's WatchPeer or UnwatchPeer (bus-afbus-peers.c), or any other

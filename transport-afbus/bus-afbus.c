@@ -218,8 +218,36 @@ bus_afbus_check_listen (BusContext *context,
   return TRUE;
 }
 
+/* Tells a native client the bus's reply timeout, before the reply to
+ * its Hello: org.freedesktop.DBus.AF_BUS.ReplyTimeout (i milliseconds),
+ * if the bus has one (reply_timeout, -1 by default: none). */
+static dbus_bool_t
+send_reply_timeout (DBusConnection *connection,
+                    BusTransaction *transaction)
+{
+  dbus_int32_t timeout =
+    bus_context_get_reply_timeout (bus_connection_get_context (connection));
+  DBusMessage *message;
+  dbus_bool_t ok;
+
+  if (timeout < 0)
+    return TRUE;
+
+  message = dbus_message_new_signal (DBUS_PATH_DBUS, DBUS_INTERFACE_AFBUS,
+                                     "ReplyTimeout");
+  if (message == NULL)
+    return FALSE;
+
+  ok = dbus_message_append_args (message, DBUS_TYPE_INT32, &timeout,
+                                 DBUS_TYPE_INVALID) &&
+       bus_transaction_send_from_driver (transaction, connection, message);
+  dbus_message_unref (message);
+  return ok;
+}
+
 dbus_bool_t
 bus_afbus_join (DBusConnection *connection,
+                BusTransaction *transaction,
                 DBusError      *error)
 {
   int fd;
@@ -253,6 +281,18 @@ bus_afbus_join (DBusConnection *connection,
     }
 
   _dbus_verbose ("joined %s to the bus\n", bus_connection_get_name (connection));
+
+  /* The kernel awaits the answers to its direct calls, and forgets them
+   * after the bus's reply timeout without telling anybody: its library
+   * answers them NoReply then, as the daemon answers the calls it
+   * forwarded (ReplyTimeout; doc/afbus-transport.md). */
+  if (!bus_afbus_connection_is_legacy (connection) &&
+      !send_reply_timeout (connection, transaction))
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+
   return TRUE;
 }
 
@@ -457,6 +497,7 @@ bus_afbus_check_listen (BusContext *context,
 
 dbus_bool_t
 bus_afbus_join (DBusConnection *connection,
+                BusTransaction *transaction,
                 DBusError      *error)
 {
   return TRUE;

@@ -33,6 +33,7 @@ dbus_bool_t bus_afbus_cmdline_addresses   (DBusList      **list,
                                            const char     *address,
                                            DBusList      **config);
 dbus_bool_t bus_afbus_join                (DBusConnection *connection,
+                                           BusTransaction *transaction,
                                            DBusError      *error);
 void        bus_afbus_connection_closed   (DBusConnection *connection);
 dbus_bool_t bus_afbus_name_owner_changed  (BusTransaction *transaction,

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "dbus-file.h"
+#include "dbus-hash.h"
 #include "dbus-protocol.h"
 #include "dbus-sysdeps-unix.h"
 
@@ -912,6 +913,192 @@ _dbus_afbus_peers_gone (DBusAfbusPeers  *peers,
 }
 
 /**
+ * Our calls answered straight through the kernel, by the order in which
+ * the bus's reply timeout ends their wait.
+ *
+ * The daemon answers a call it forwarded with NoReply once its
+ * reply_timeout has passed without a reply; the kernel, which awaits
+ * the replies to calls between AF_BUS clients, forgets them after the
+ * same time but tells nobody.  So the library of the caller keeps the
+ * time: for each such call, the monotonic time (in milliseconds) at
+ * which it gets NoReply if no reply came, as the daemon would send it.
+ * The daemon tells a client the bus's reply timeout when it joins
+ * (ReplyTimeout); until then, and with a bus whose timeout is "never"
+ * (-1, the default), no call is recorded.
+ *
+ * The calls are kept in the order of their deadlines, which is the
+ * order in which they were sent (the timeout is the same for all), in a
+ * list, and by serial, so that a reply removes its call at once.  There
+ * are at most as many as the kernel lets a client await
+ * (max_replies_per_connection).
+ */
+typedef struct
+{
+  dbus_uint32_t serial;
+  dbus_int64_t deadline;        /**< monotonic milliseconds */
+} DBusAfbusDeadline;
+
+struct DBusAfbusDeadlines
+{
+  int timeout;                  /**< the bus's reply timeout (ms), -1: none */
+  DBusList *calls;              /**< DBusAfbusDeadline *, earliest first */
+  DBusHashTable *by_serial;     /**< serial -> its link in calls */
+};
+
+DBusAfbusDeadlines *
+_dbus_afbus_deadlines_new (void)
+{
+  DBusAfbusDeadlines *deadlines = dbus_new0 (DBusAfbusDeadlines, 1);
+
+  if (deadlines == NULL)
+    return NULL;
+
+  deadlines->timeout = -1;
+  deadlines->by_serial = _dbus_hash_table_new (DBUS_HASH_UINTPTR, NULL, NULL);
+  if (deadlines->by_serial == NULL)
+    {
+      dbus_free (deadlines);
+      return NULL;
+    }
+  return deadlines;
+}
+
+void
+_dbus_afbus_deadlines_free (DBusAfbusDeadlines *deadlines)
+{
+  if (deadlines == NULL)
+    return;
+
+  _dbus_list_clear_full (&deadlines->calls, dbus_free);
+  _dbus_hash_table_unref (deadlines->by_serial);
+  dbus_free (deadlines);
+}
+
+/**
+ * The bus's reply timeout, in milliseconds (-1: calls wait for ever).
+ * Calls recorded before keep their deadlines.
+ */
+void
+_dbus_afbus_deadlines_set_timeout (DBusAfbusDeadlines *deadlines,
+                                   int                 timeout)
+{
+  deadlines->timeout = timeout < 0 ? -1 : timeout;
+}
+
+/**
+ * Records our call @p serial, sent at @p now, if the bus has a reply
+ * timeout.
+ *
+ * @returns #FALSE if no memory (the call then waits for its own timeout)
+ */
+dbus_bool_t
+_dbus_afbus_deadlines_add (DBusAfbusDeadlines *deadlines,
+                           dbus_uint32_t       serial,
+                           dbus_int64_t        now)
+{
+  DBusAfbusDeadline *d;
+  DBusList *link, *before;
+
+  if (deadlines->timeout < 0 ||
+      _dbus_hash_table_lookup_uintptr (deadlines->by_serial, serial) != NULL)
+    return TRUE;
+
+  d = dbus_new (DBusAfbusDeadline, 1);
+  if (d == NULL)
+    return FALSE;
+  d->serial = serial;
+  d->deadline = now + deadlines->timeout;
+
+  link = _dbus_list_alloc_link (d);
+  if (link == NULL ||
+      !_dbus_hash_table_insert_uintptr (deadlines->by_serial, serial, link))
+    {
+      if (link != NULL)
+        _dbus_list_free_link (link);
+      dbus_free (d);
+      return FALSE;
+    }
+
+  /* Almost always the last: only a changed timeout puts it before. */
+  for (before = _dbus_list_get_last_link (&deadlines->calls);
+       before != NULL &&
+       ((DBusAfbusDeadline *) before->data)->deadline > d->deadline;
+       before = _dbus_list_get_prev_link (&deadlines->calls, before))
+    ;
+  if (before == NULL)
+    _dbus_list_prepend_link (&deadlines->calls, link);
+  else
+    _dbus_list_insert_after_link (&deadlines->calls, before, link);
+  return TRUE;
+}
+
+/** Our call @p serial got its answer (or NoReply): it waits no more. */
+void
+_dbus_afbus_deadlines_remove (DBusAfbusDeadlines *deadlines,
+                              dbus_uint32_t       serial)
+{
+  DBusList *link;
+
+  link = _dbus_hash_table_lookup_uintptr (deadlines->by_serial, serial);
+  if (link == NULL)
+    return;
+
+  _dbus_hash_table_remove_uintptr (deadlines->by_serial, serial);
+  dbus_free (link->data);
+  _dbus_list_remove_link (&deadlines->calls, link);
+}
+
+/**
+ * How long from @p now until the first deadline, in milliseconds: 0 if
+ * it has passed, -1 if no call waits.
+ */
+int
+_dbus_afbus_deadlines_next (DBusAfbusDeadlines *deadlines,
+                            dbus_int64_t        now)
+{
+  DBusAfbusDeadline *d = _dbus_list_get_first (&deadlines->calls);
+  dbus_int64_t left;
+
+  if (d == NULL)
+    return -1;
+
+  left = d->deadline - now;
+  if (left <= 0)
+    return 0;
+  return left > _DBUS_INT_MAX ? _DBUS_INT_MAX : (int) left;
+}
+
+/**
+ * Takes the first call whose deadline is @p now or before.
+ *
+ * @returns #FALSE if there is none
+ */
+dbus_bool_t
+_dbus_afbus_deadlines_pop_expired (DBusAfbusDeadlines *deadlines,
+                                   dbus_int64_t        now,
+                                   dbus_uint32_t      *serial)
+{
+  DBusAfbusDeadline *d = _dbus_list_get_first (&deadlines->calls);
+
+  if (d == NULL || d->deadline > now)
+    return FALSE;
+
+  *serial = d->serial;
+  _dbus_afbus_deadlines_remove (deadlines, d->serial);
+  return TRUE;
+}
+
+/** The monotonic clock, in milliseconds, as the deadlines take it. */
+dbus_int64_t
+_dbus_afbus_deadlines_now (void)
+{
+  long sec, usec;
+
+  _dbus_get_monotonic_time (&sec, &usec);
+  return (dbus_int64_t) sec * 1000 + usec / 1000;
+}
+
+/**
  * Receives the next datagram of the AF_BUS socket @p fd, which a peek
  * (MSG_PEEK | MSG_TRUNC) said is @p len bytes long, appending it to
  * @p buffer.  Unix fds that come with it go to @p fds, at most *@p n_fds
@@ -1098,6 +1285,58 @@ forwarded (DBusAfbusNameCache *cache,
  *
  * @returns #TRUE on success.
  */
+/* The deadlines of calls at the bus's reply timeout. */
+static void
+check_deadlines (void)
+{
+  DBusAfbusDeadlines *d = _dbus_afbus_deadlines_new ();
+  dbus_uint32_t serial;
+
+  if (d == NULL)
+    _dbus_test_fatal ("out of memory");
+
+  /* No timeout: nothing is recorded. */
+  _dbus_test_check (_dbus_afbus_deadlines_add (d, 1, 0));
+  _dbus_test_check (_dbus_afbus_deadlines_next (d, 0) == -1);
+
+  /* In order; an answer removes its call; a serial counts once. */
+  _dbus_afbus_deadlines_set_timeout (d, 100);
+  if (!_dbus_afbus_deadlines_add (d, 1, 0) ||
+      !_dbus_afbus_deadlines_add (d, 2, 10) ||
+      !_dbus_afbus_deadlines_add (d, 3, 20) ||
+      !_dbus_afbus_deadlines_add (d, 3, 50))
+    _dbus_test_fatal ("out of memory");
+  _dbus_test_check (_dbus_afbus_deadlines_next (d, 40) == 60);
+  _dbus_afbus_deadlines_remove (d, 1);
+  _dbus_afbus_deadlines_remove (d, 7);
+  _dbus_test_check (_dbus_afbus_deadlines_next (d, 40) == 70);
+  _dbus_test_check (!_dbus_afbus_deadlines_pop_expired (d, 109, &serial));
+  _dbus_test_check (_dbus_afbus_deadlines_pop_expired (d, 120, &serial) &&
+                    serial == 2);
+  _dbus_test_check (_dbus_afbus_deadlines_pop_expired (d, 120, &serial) &&
+                    serial == 3);
+  _dbus_test_check (!_dbus_afbus_deadlines_pop_expired (d, 1000, &serial));
+  _dbus_test_check (_dbus_afbus_deadlines_next (d, 1000) == -1);
+
+  /* A shorter timeout: a later call may end before earlier ones. */
+  if (!_dbus_afbus_deadlines_add (d, 4, 0))
+    _dbus_test_fatal ("out of memory");
+  _dbus_afbus_deadlines_set_timeout (d, 10);
+  if (!_dbus_afbus_deadlines_add (d, 5, 5))
+    _dbus_test_fatal ("out of memory");
+  _dbus_test_check (_dbus_afbus_deadlines_next (d, 5) == 10);
+  _dbus_test_check (_dbus_afbus_deadlines_pop_expired (d, 100, &serial) &&
+                    serial == 5);
+  _dbus_test_check (_dbus_afbus_deadlines_pop_expired (d, 100, &serial) &&
+                    serial == 4);
+  /* The clock passed: 0 until it is taken. */
+  if (!_dbus_afbus_deadlines_add (d, 6, 0))
+    _dbus_test_fatal ("out of memory");
+  _dbus_test_check (_dbus_afbus_deadlines_next (d, 50) == 0);
+
+  _dbus_afbus_deadlines_free (d);
+}
+
 dbus_bool_t
 _dbus_afbus_test (const char *test_data_dir _DBUS_GNUC_UNUSED)
 {
@@ -1234,6 +1473,8 @@ _dbus_afbus_test (const char *test_data_dir _DBUS_GNUC_UNUSED)
   _dbus_test_check (route (cache, "com.new") == A (5));
 
   _dbus_afbus_name_cache_free (cache);
+
+  check_deadlines ();
   return TRUE;
 }
 #endif /* DBUS_ENABLE_EMBEDDED_TESTS */

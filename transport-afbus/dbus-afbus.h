@@ -156,6 +156,24 @@ dbus_bool_t   _dbus_afbus_peers_gone            (DBusAfbusPeers     *peers,
                                                  DBusList          **serials,
                                                  char              **name);
 
+typedef struct DBusAfbusDeadlines DBusAfbusDeadlines;
+
+DBusAfbusDeadlines *_dbus_afbus_deadlines_new   (void);
+void          _dbus_afbus_deadlines_free        (DBusAfbusDeadlines *deadlines);
+void          _dbus_afbus_deadlines_set_timeout (DBusAfbusDeadlines *deadlines,
+                                                 int                 timeout);
+dbus_bool_t   _dbus_afbus_deadlines_add         (DBusAfbusDeadlines *deadlines,
+                                                 dbus_uint32_t       serial,
+                                                 dbus_int64_t        now);
+void          _dbus_afbus_deadlines_remove      (DBusAfbusDeadlines *deadlines,
+                                                 dbus_uint32_t       serial);
+int           _dbus_afbus_deadlines_next        (DBusAfbusDeadlines *deadlines,
+                                                 dbus_int64_t        now);
+dbus_bool_t   _dbus_afbus_deadlines_pop_expired (DBusAfbusDeadlines *deadlines,
+                                                 dbus_int64_t        now,
+                                                 dbus_uint32_t      *serial);
+dbus_int64_t  _dbus_afbus_deadlines_now         (void);
+
 DBUS_END_DECLS
 
 #endif /* __linux__ */

@@ -134,6 +134,10 @@ struct DBusTransportAfbus
                                          *   one recipient is full
                                          *   (AFBUS_RETRY_WRITING_MS) */
   dbus_bool_t retry_added;              /**< It is on the connection */
+  DBusTimeout *reply_timer;             /**< Client: fires at the first
+                                         *   deadline of deadlines */
+  dbus_bool_t reply_timer_added;        /**< It is on the connection */
+  dbus_bool_t reply_timer_fired;        /**< It fired: set it again */
 
   int max_bytes_read_per_iteration;     /**< To avoid blocking too long */
   int max_bytes_written_per_iteration;  /**< To avoid blocking too long */
@@ -142,6 +146,9 @@ struct DBusTransportAfbus
   DBusString own_name;                  /**< Client: our unique name */
   DBusAfbusNameCache *names;            /**< Client: well-known name cache */
   DBusAfbusPeers *peers;                /**< Client: peers we called directly */
+  DBusAfbusDeadlines *deadlines;        /**< Client: when our calls that
+                                         *   the kernel awaits get NoReply
+                                         *   (the bus's reply timeout) */
   DBusHashTable *master_calls;          /**< Client: serials of our calls to
                                          *   well-known names sent through
                                          *   the daemon, not yet answered
@@ -214,12 +221,67 @@ retry_writing (void *data)
                                         transport->connection);
 }
 
+/*
+ * Puts the reply timer on the connection for the first deadline of our
+ * calls, or takes it off when none waits.  Called with the connection
+ * locked, as set_retry_writing().
+ */
+static void
+set_reply_timer (DBusTransportAfbus *afbus_transport)
+{
+  DBusTransport *transport = (DBusTransport *) afbus_transport;
+  int next = -1;
+
+  if (transport->connection == NULL)
+    return;
+
+  if (afbus_transport->deadlines != NULL && !transport->disconnected)
+    next = _dbus_afbus_deadlines_next (afbus_transport->deadlines,
+                                       _dbus_afbus_deadlines_now ());
+
+  if (afbus_transport->reply_timer_added)
+    _dbus_connection_remove_timeout_unlocked (transport->connection,
+                                              afbus_transport->reply_timer);
+  afbus_transport->reply_timer_added = FALSE;
+  if (next < 0)
+    return;
+
+  /* Without memory: the calls wait for their own timeouts, or for the
+   * next time the transport looks at them. */
+  _dbus_timeout_restart (afbus_transport->reply_timer, next > 0 ? next : 1);
+  afbus_transport->reply_timer_added =
+    _dbus_connection_add_timeout_unlocked (transport->connection,
+                                           afbus_transport->reply_timer);
+}
+
+/* The reply timer's handler, called by the application's main loop
+ * with the connection unlocked: afbus_handle_watch() ends the calls
+ * whose time is up (expire_calls()), under the connection's lock. */
+static dbus_bool_t
+reply_timer_fired (void *data)
+{
+  DBusTransportAfbus *afbus_transport = data;
+  DBusTransport *transport = (DBusTransport *) afbus_transport;
+
+  if (transport->connection == NULL || afbus_transport->read_watch == NULL)
+    return TRUE;
+
+  /* (Not under the lock: the worst is one more setting of the timer.) */
+  afbus_transport->reply_timer_fired = TRUE;
+  return _dbus_connection_handle_watch (afbus_transport->read_watch, 0,
+                                        transport->connection);
+}
+
 static void
 free_watches (DBusTransport *transport)
 {
   DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
 
   set_retry_writing (afbus_transport, FALSE);
+  if (afbus_transport->reply_timer_added && transport->connection != NULL)
+    _dbus_connection_remove_timeout_unlocked (transport->connection,
+                                              afbus_transport->reply_timer);
+  afbus_transport->reply_timer_added = FALSE;
 
   if (afbus_transport->read_watch)
     {
@@ -252,6 +314,8 @@ afbus_finalize (DBusTransport *transport)
 
   free_watches (transport);
   _dbus_timeout_unref (afbus_transport->retry_timeout);
+  _dbus_timeout_unref (afbus_transport->reply_timer);
+  _dbus_afbus_deadlines_free (afbus_transport->deadlines);
   _dbus_string_free (&afbus_transport->own_name);
   _dbus_afbus_name_cache_free (afbus_transport->names);
   _dbus_afbus_peers_free (afbus_transport->peers);
@@ -915,6 +979,28 @@ watch_call (DBusTransportAfbus *afbus_transport,
     }
 }
 
+/* Our call @serial, whose answer the kernel awaits, gets NoReply from
+ * expire_calls() at the bus's reply timeout if no answer came by then,
+ * as the daemon answers the calls it awaits the answers to.  Nothing to
+ * do unless the daemon gave us a reply timeout (ReplyTimeout). */
+static void
+await_reply (DBusTransportAfbus *afbus_transport,
+             dbus_uint32_t       serial)
+{
+  dbus_int64_t now;
+  dbus_bool_t first;
+
+  if (afbus_transport->deadlines == NULL)
+    return;
+
+  now = _dbus_afbus_deadlines_now ();
+  first = _dbus_afbus_deadlines_next (afbus_transport->deadlines, now) < 0;
+  /* Without memory the call waits for its own timeout. */
+  if (_dbus_afbus_deadlines_add (afbus_transport->deadlines, serial, now) &&
+      first)
+    set_reply_timer (afbus_transport);
+}
+
 /* Records a method call sent straight to a peer, by its unique name or
  * by a well-known name's address, and watches the peer (or the name:
  * the daemon says when an owner of it leaves). */
@@ -942,6 +1028,7 @@ direct_call_sent (DBusTransportAfbus *afbus_transport,
 
   watch_call (afbus_transport, dest, well_known,
               dbus_message_get_serial (message));
+  await_reply (afbus_transport, dbus_message_get_serial (message));
 }
 
 /* At most this many of our calls through the daemon wait for their
@@ -1005,6 +1092,42 @@ write_internal (DBusTransportAfbus *afbus_transport)
 }
 
 /*
+ * Answers our call @serial with NoReply (@text) from the daemon, as the
+ * daemon would: a message the connection receives next.  FALSE if no
+ * memory.
+ */
+static dbus_bool_t
+queue_no_reply (DBusTransportAfbus *afbus_transport,
+                dbus_uint32_t       serial,
+                const char         *text)
+{
+  DBusTransport *transport = (DBusTransport *) afbus_transport;
+  DBusMessage *reply;
+  DBusList *reply_link;
+
+  reply = dbus_message_new (DBUS_MESSAGE_TYPE_ERROR);
+  if (reply == NULL ||
+      !dbus_message_set_error_name (reply, DBUS_ERROR_NO_REPLY) ||
+      !dbus_message_set_reply_serial (reply, serial) ||
+      !dbus_message_set_sender (reply, DBUS_SERVICE_DBUS) ||
+      !dbus_message_set_destination (reply,
+                                     _dbus_string_get_const_data (&afbus_transport->own_name)) ||
+      !dbus_message_append_args (reply, DBUS_TYPE_STRING, &text,
+                                 DBUS_TYPE_INVALID) ||
+      (reply_link = _dbus_list_alloc_link (reply)) == NULL)
+    {
+      if (reply != NULL)
+        dbus_message_unref (reply);
+      return FALSE;
+    }
+
+  dbus_message_set_no_reply (reply, TRUE);
+  _dbus_connection_queue_synthesized_message_link (transport->connection,
+                                                   reply_link);
+  return TRUE;
+}
+
+/*
  * The peer at @addr is gone: every call to it that waits for a reply
  * gets NoReply, as the daemon answers the calls it forwarded.  FALSE if
  * no memory.
@@ -1013,7 +1136,6 @@ static dbus_bool_t
 peer_gone (DBusTransportAfbus *afbus_transport,
            dbus_uint64_t       addr)
 {
-  DBusTransport *transport = (DBusTransport *) afbus_transport;
   DBusList *serials = NULL;
   DBusList *link;
   dbus_bool_t ok = TRUE;
@@ -1033,36 +1155,22 @@ peer_gone (DBusTransportAfbus *afbus_transport,
   for (link = serials; link != NULL; link = _dbus_list_get_next_link (&serials, link))
     {
       dbus_uint32_t serial = (dbus_uint32_t) _DBUS_POINTER_TO_INT (link->data);
-      DBusMessage *reply;
-      DBusList *reply_link;
-      const char *text = "Message recipient disconnected from message bus"
-        " without replying";
 
-      reply = dbus_message_new (DBUS_MESSAGE_TYPE_ERROR);
-      if (reply == NULL ||
-          !dbus_message_set_error_name (reply, DBUS_ERROR_NO_REPLY) ||
-          !dbus_message_set_reply_serial (reply, serial) ||
-          !dbus_message_set_sender (reply, DBUS_SERVICE_DBUS) ||
-          !dbus_message_set_destination (reply,
-                                         _dbus_string_get_const_data (&afbus_transport->own_name)) ||
-          !dbus_message_append_args (reply, DBUS_TYPE_STRING, &text,
-                                     DBUS_TYPE_INVALID) ||
-          (reply_link = _dbus_list_alloc_link (reply)) == NULL)
+      if (!queue_no_reply (afbus_transport, serial,
+                           "Message recipient disconnected from message bus"
+                           " without replying"))
         {
-          if (reply != NULL)
-            dbus_message_unref (reply);
           ok = FALSE;
           continue;
         }
 
-      dbus_message_set_no_reply (reply, TRUE);
       _dbus_verbose ("AF_BUS: NoReply for call %u to %016" PRIx64 "\n",
                      serial, addr);
+      if (afbus_transport->deadlines != NULL)
+        _dbus_afbus_deadlines_remove (afbus_transport->deadlines, serial);
       /* The daemon answers the calls it knew of too: eat its NoReply. */
       afbus_transport->internal_serials[afbus_transport->next_internal++ %
                                         _DBUS_N_ELEMENTS (afbus_transport->internal_serials)] = serial;
-      _dbus_connection_queue_synthesized_message_link (transport->connection,
-                                                       reply_link);
     }
 
   _dbus_list_clear (&serials);
@@ -1099,12 +1207,35 @@ handle_internal (DBusTransportAfbus *afbus_transport,
       return TRUE;
     }
 
+  if (dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "ReplyTimeout"))
+    {
+      dbus_int32_t timeout;
+
+      *eaten = TRUE;
+      if (!dbus_message_get_args (message, NULL, DBUS_TYPE_INT32, &timeout,
+                                  DBUS_TYPE_INVALID))
+        return TRUE;
+      if (afbus_transport->deadlines == NULL && timeout >= 0)
+        {
+          afbus_transport->deadlines = _dbus_afbus_deadlines_new ();
+          if (afbus_transport->deadlines == NULL)
+            return FALSE;
+        }
+      if (afbus_transport->deadlines != NULL)
+        _dbus_afbus_deadlines_set_timeout (afbus_transport->deadlines,
+                                           timeout);
+      return TRUE;
+    }
+
   if (reply_serial == 0)
     return TRUE;
 
   for (i = 0; i < _DBUS_N_ELEMENTS (afbus_transport->internal_serials); i++)
     if (afbus_transport->internal_serials[i] == reply_serial)
       *eaten = TRUE;
+
+  if (!*eaten && afbus_transport->deadlines != NULL)
+    _dbus_afbus_deadlines_remove (afbus_transport->deadlines, reply_serial);
 
   /* A direct call that the kernel routed to the daemon, because its
    * peer had left, is answered by the daemon. */
@@ -1405,6 +1536,7 @@ handle_forwarded (DBusTransportAfbus *afbus_transport,
       _dbus_afbus_addr_from_unique_name (callee, &callee_addr))
     {
       watch_call (afbus_transport, callee_addr, NULL, serial);
+      await_reply (afbus_transport, serial);
       /* The watch's WatchPeer now, not with our next message (the
        * application may be blocked waiting for this call's reply); a
        * full socket: the write watch. */
@@ -1517,6 +1649,9 @@ check_incoming (DBusTransportAfbus *afbus_transport,
                                             dbus_message_get_reply_serial (message));
           _dbus_hash_table_remove_uintptr (afbus_transport->master_calls,
                                            dbus_message_get_reply_serial (message));
+          if (afbus_transport->deadlines != NULL)
+            _dbus_afbus_deadlines_remove (afbus_transport->deadlines,
+                                          dbus_message_get_reply_serial (message));
         }
     }
 
@@ -1786,6 +1921,48 @@ error_with_read_to_come (DBusTransportAfbus *afbus_transport,
   return TRUE;
 }
 
+/*
+ * Our calls whose time is up (see await_reply()) get NoReply, with the
+ * daemon's text for its own reply timeout, and are not watched any
+ * more; then the reply timer is set for the next.  An answer that comes
+ * later reaches the application as an unexpected message (or is refused
+ * by the kernel, which stopped awaiting it), as it would through the
+ * daemon.  Called with the connection locked.
+ */
+static void
+expire_calls (DBusTransportAfbus *afbus_transport)
+{
+  DBusTransport *transport = (DBusTransport *) afbus_transport;
+  dbus_bool_t expired = FALSE;
+  dbus_int64_t now;
+  dbus_uint32_t serial;
+
+  if (afbus_transport->deadlines == NULL || transport->connection == NULL)
+    return;
+
+  now = _dbus_afbus_deadlines_now ();
+  while (_dbus_afbus_deadlines_pop_expired (afbus_transport->deadlines, now,
+                                            &serial))
+    {
+      expired = TRUE;
+      _dbus_afbus_peers_reply_received (afbus_transport->peers,
+                                        DBUS_AFBUS_MASTER, serial);
+      /* Without memory: the call waits for its own timeout. */
+      if (queue_no_reply (afbus_transport, serial,
+                          "Message did not receive a reply (timeout by message bus)"))
+        _dbus_verbose ("AF_BUS: NoReply for call %u: the bus's reply timeout\n",
+                       serial);
+    }
+
+  /* The timer goes on firing at its interval until it is set again:
+   * for the next deadline, once it fired or a deadline passed. */
+  if (expired || afbus_transport->reply_timer_fired)
+    {
+      afbus_transport->reply_timer_fired = FALSE;
+      set_reply_timer (afbus_transport);
+    }
+}
+
 static dbus_bool_t
 afbus_handle_watch (DBusTransport *transport,
                     DBusWatch     *watch,
@@ -1795,6 +1972,9 @@ afbus_handle_watch (DBusTransport *transport,
 
   _dbus_assert (watch == afbus_transport->read_watch ||
                 watch == afbus_transport->write_watch);
+
+  /* (The reply timer calls with no flags.) */
+  expire_calls (afbus_transport);
 
   if (!(flags & DBUS_WATCH_READABLE) &&
       error_with_read_to_come (afbus_transport, watch, flags))
@@ -1926,6 +2106,17 @@ afbus_do_iteration (DBusTransport *transport,
       if (retry && (poll_timeout < 0 || poll_timeout > AFBUS_RETRY_WRITING_MS))
         poll_timeout = AFBUS_RETRY_WRITING_MS;
 
+      /* A blocking iteration wakes up for the first of our calls whose
+       * time is up, as the reply timer would in a main loop. */
+      if ((flags & DBUS_ITERATION_BLOCK) && afbus_transport->deadlines != NULL)
+        {
+          int next = _dbus_afbus_deadlines_next (afbus_transport->deadlines,
+                                                 _dbus_afbus_deadlines_now ());
+
+          if (next >= 0 && (poll_timeout < 0 || poll_timeout > next))
+            poll_timeout = next;
+        }
+
       /* Drop the connection lock while blocked, as the socket transport
        * does; the io path is still ours. */
       if (flags & DBUS_ITERATION_BLOCK)
@@ -1975,6 +2166,7 @@ afbus_do_iteration (DBusTransport *transport,
     }
 
  out:
+  expire_calls (afbus_transport);
   /* DBusConnection relies on an iteration noticing pending messages. */
   check_write_watch (transport);
 }
@@ -2091,6 +2283,11 @@ afbus_transport_new (DBusSocket        fd,
   if (afbus_transport->retry_timeout == NULL)
     goto failed;
 
+  afbus_transport->reply_timer = _dbus_timeout_new (1, reply_timer_fired,
+                                                    afbus_transport, NULL);
+  if (afbus_transport->reply_timer == NULL)
+    goto failed;
+
   if (!_dbus_transport_init_base (&afbus_transport->base, &afbus_vtable,
                                   server_guid, address))
     goto failed;
@@ -2111,6 +2308,8 @@ afbus_transport_new (DBusSocket        fd,
  failed:
   if (afbus_transport->retry_timeout != NULL)
     _dbus_timeout_unref (afbus_transport->retry_timeout);
+  if (afbus_transport->reply_timer != NULL)
+    _dbus_timeout_unref (afbus_transport->reply_timer);
   if (afbus_transport->read_watch != NULL)
     {
       _dbus_watch_invalidate (afbus_transport->read_watch);

@@ -9,10 +9,11 @@
  * reply_and_block() and prints
  *   "reply" or "error NAME: MESSAGE"
  *   "elapsed-ms N"
- *   "noc N peergone N"
- * the last line counting the NameOwnerChanged signals about DEST and the
- * org.freedesktop.DBus.AF_BUS.PeerGone signals the application received
- * in the second after the call.  With --match the application
+ *   "noc N peergone N stray N"
+ * the last line counting the NameOwnerChanged signals about DEST, the
+ * org.freedesktop.DBus.AF_BUS.PeerGone signals, and the method returns
+ * and errors (a second answer to the call, say) that the application
+ * received in the second after the call.  With --match the application
  * first adds its own match rule for NameOwnerChanged with arg0=DEST.
  * With --wait it prints "connected" once it is on the bus (and has its
  * rule), and makes the call when it reads a line on standard input.
@@ -24,7 +25,7 @@
 #include <dbus/dbus.h>
 
 static const char *dest;
-static int noc, peergone;
+static int noc, peergone, stray;
 
 static DBusHandlerResult filter(DBusConnection *c, DBusMessage *m, void *data)
 {
@@ -38,6 +39,9 @@ static DBusHandlerResult filter(DBusConnection *c, DBusMessage *m, void *data)
 		noc++;
 	if (dbus_message_is_signal(m, "org.freedesktop.DBus.AF_BUS", "PeerGone"))
 		peergone++;
+	if (dbus_message_get_type(m) == DBUS_MESSAGE_TYPE_METHOD_RETURN ||
+	    dbus_message_get_type(m) == DBUS_MESSAGE_TYPE_ERROR)
+		stray++;
 	return DBUS_HANDLER_RESULT_NOT_YET_HANDLED;
 }
 
@@ -113,7 +117,7 @@ int main(int argc, char **argv)
 	start = now_ms();
 	while (now_ms() - start < 1000 && dbus_connection_read_write_dispatch(c, 100))
 		;
-	printf("noc %d peergone %d\n", noc, peergone);
+	printf("noc %d peergone %d stray %d\n", noc, peergone, stray);
 
 	dbus_connection_close(c);
 	dbus_connection_unref(c);

@@ -84,7 +84,7 @@ killed_mid_call() {
 	check "... before the call's 20 s timeout (took ${ms} ms)" \
 		test "${ms:-20000}" -lt 15000
 	expect_eq "... its own rule works (NameOwnerChanged), no PeerGone shown" \
-		"noc 1 peergone 0" "$(tail -n 1 /tmp/pw-call.out)"
+		"noc 1 peergone 0 stray 0" "$(tail -n 1 /tmp/pw-call.out)"
 }
 killed_mid_call "a direct call with the caller's one rule in place"
 killed_mid_call "the callee dies while the daemon is stopped" stop

@@ -262,4 +262,27 @@ wait $slow_b
 expect_match "... then it gets its 20" \
 	'^replies=20 ok=20 in-order=1 errors=0$' "$(cat $D/slow-b.out)"
 
+# --- the bus's reply timeout on GLib's main loop, where the transport
+# wakes for it through a DBusTimeout on the connection (the blocking
+# calls' case is in tests/dbus/dbus-noreply.sh): dbus-python calls a
+# dbus-python service's Slow, which holds the call unanswered, with its
+# own timeout of 60 s, on a bus with reply_timeout 2000.
+check "a third daemon, with reply_timeout 2000, starts" \
+	start_mixed_bus /tmp/real-clients-rt reply_timeout=2000
+bg sh -c "$PY service $AF com.example.PyHold >$D/pyhold.out 2>&1"
+pyhold=$(ready_name "$D/pyhold.out")
+bg sh -c "$PY slowcall $AF $pyhold held 0 $D/rt.stop >$D/rt-call.out 2>&1"
+wait_for_line $D/rt-call.out '^sent$'
+t0=$(date +%s)
+wait_for_line $D/rt-call.out '^(reply|error) '
+t1=$(date +%s)
+expect_eq "a call dbus-python's service never answers gets NoReply at the bus's reply timeout" \
+	"error org.freedesktop.DBus.Error.NoReply" "$(grep -E '^(reply|error) ' $D/rt-call.out)"
+check "... after about 2 s, not its own 60 s (took $((t1 - t0)) s)" \
+	test $((t1 - t0)) -ge 1 -a $((t1 - t0)) -lt 15
+touch $D/rt.stop
+wait_for_line $D/rt-call.out '^strays '
+expect_eq "... and the application sees no second answer" "strays 0" \
+	"$(grep '^strays ' $D/rt-call.out)"
+
 finish
