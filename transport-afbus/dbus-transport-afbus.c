@@ -21,6 +21,7 @@
 #include "dbus-connection-internal.h"
 #include "dbus-transport-afbus.h"
 #include "dbus-afbus.h"
+#include "dbus-bus-afbus.h"
 
 #ifdef DBUS_HAVE_AFBUS
 
@@ -54,7 +55,10 @@
  * to their peer through the kernel, messages to well-known names go to
  * the address the daemon announced with
  * org.freedesktop.DBus.AF_BUS.Forwarded (or to the daemon, which
- * forwards them), and everything else goes to the daemon.
+ * forwards them), and everything else goes to the daemon.  Where each
+ * message goes, and what the daemon's signals to the client mean, is
+ * the client side of the bus protocol (DBusAfbusClient,
+ * dbus-bus-afbus.c); this file moves the datagrams.
  *
  * The same code runs the daemon's side of each client (the accepted
  * socket), where every message simply goes to the client.
@@ -142,23 +146,10 @@ struct DBusTransportAfbus
   int max_bytes_read_per_iteration;     /**< To avoid blocking too long */
   int max_bytes_written_per_iteration;  /**< To avoid blocking too long */
 
-  dbus_uint64_t own_addr;               /**< Client: our prefix-0 address */
-  DBusString own_name;                  /**< Client: our unique name */
-  DBusAfbusNameCache *names;            /**< Client: well-known name cache */
-  DBusAfbusPeers *peers;                /**< Client: peers we called directly */
-  DBusAfbusDeadlines *deadlines;        /**< Client: when our calls that
-                                         *   the kernel awaits get NoReply
-                                         *   (the bus's reply timeout) */
-  DBusHashTable *master_calls;          /**< Client: serials of our calls to
-                                         *   well-known names sent through
-                                         *   the daemon, not yet answered
-                                         *   nor told of by Forwarded */
-  DBusList *internal;                   /**< Client: our own messages to the
-                                         *   daemon (peer watches) not yet
-                                         *   written */
-  dbus_uint32_t internal_serials[16];   /**< Client: serials of the last ones,
-                                         *   whose error replies we eat */
-  unsigned int next_internal;           /**< Next slot of internal_serials */
+  DBusAfbusClient *client;              /**< A bus client's side of the
+                                         *   bus protocol (dbus-bus-afbus.c);
+                                         *   NULL on the daemon's side and
+                                         *   for relays */
   unsigned long n_dropped;              /**< Messages dropped from peers
                                          *   that lied about their sender
                                          *   or were not one valid message */
@@ -168,10 +159,6 @@ struct DBusTransportAfbus
   dbus_uint64_t unchecked_source;       /**< Its source address */
   dbus_bool_t relay;                    /**< The daemon's pair for a legacy
                                          *   client: no routing, no auth */
-  dbus_bool_t show_forwarded;           /**< Client: pass the daemon's
-                                         *   Forwarded signals on to the
-                                         *   application (for tests and
-                                         *   debugging) */
 };
 
 /*
@@ -235,9 +222,8 @@ set_reply_timer (DBusTransportAfbus *afbus_transport)
   if (transport->connection == NULL)
     return;
 
-  if (afbus_transport->deadlines != NULL && !transport->disconnected)
-    next = _dbus_afbus_deadlines_next (afbus_transport->deadlines,
-                                       _dbus_afbus_deadlines_now ());
+  if (afbus_transport->client != NULL && !transport->disconnected)
+    next = _dbus_afbus_client_next_deadline (afbus_transport->client);
 
   if (afbus_transport->reply_timer_added)
     _dbus_connection_remove_timeout_unlocked (transport->connection,
@@ -315,14 +301,7 @@ afbus_finalize (DBusTransport *transport)
   free_watches (transport);
   _dbus_timeout_unref (afbus_transport->retry_timeout);
   _dbus_timeout_unref (afbus_transport->reply_timer);
-  _dbus_afbus_deadlines_free (afbus_transport->deadlines);
-  _dbus_string_free (&afbus_transport->own_name);
-  _dbus_afbus_name_cache_free (afbus_transport->names);
-  _dbus_afbus_peers_free (afbus_transport->peers);
-  if (afbus_transport->master_calls != NULL)
-    _dbus_hash_table_unref (afbus_transport->master_calls);
-  _dbus_list_clear_full (&afbus_transport->internal,
-                         (DBusFreeFunction) dbus_message_unref);
+  _dbus_afbus_client_free (afbus_transport->client);
   _dbus_transport_finalize_base (transport);
   dbus_free (transport);
 }
@@ -340,7 +319,8 @@ check_write_watch (DBusTransport *transport)
 
   if (_dbus_transport_try_to_authenticate (transport))
     needed = _dbus_connection_has_messages_to_send_unlocked (transport->connection) ||
-      afbus_transport->internal != NULL;
+      (afbus_transport->client != NULL &&
+       _dbus_afbus_client_next_internal (afbus_transport->client) != NULL);
   else if (transport->send_credentials_pending)
     needed = TRUE;
   else
@@ -636,84 +616,6 @@ do_authentication (DBusTransport *transport,
 }
 
 /*
- * Where a client sends @message: the address of its destination when
- * the kernel can take it there, else the master (address 0).
- * *counted is set when it goes to the master for another client: the
- * daemon answers it with Forwarded (DBusAfbusNameCache).
- *
- * A message to a well-known name goes to the name's address once the
- * daemon has said where it lives (Forwarded); one to a unique name
- * goes to that client's address.  Either goes through the daemon while
- * messages of ours still wait there (or wait in its queue for that
- * client), so that it reaches its receiver after them, as from
- * dbus-daemon.  Replies do not: the daemon does not know of the calls
- * made through the kernel, so it would refuse their replies as
- * unrequested (on the system bus); a reply may then reach its
- * receiver before a message of ours that waits in the daemon.
- *
- * Signals without a destination are multicast to every client (all
- * have an address of prefix 0): the kernel delivers them to those whose
- * match rules they match, which the daemon gave it (nfdbus; see
- * bus-afbus-match.c).  They too may overtake our messages that wait
- * in the daemon.  Other messages without a destination go to the
- * master, as to dbus-daemon.
- */
-static dbus_uint64_t
-route_message (DBusTransportAfbus *afbus_transport,
-               DBusMessage        *message,
-               dbus_bool_t        *counted)
-{
-  const char *dest = dbus_message_get_destination (message);
-  int type = dbus_message_get_type (message);
-  dbus_uint64_t addr;
-
-  *counted = FALSE;
-
-  if (dest == NULL && type == DBUS_MESSAGE_TYPE_SIGNAL)
-    return DBUS_AFBUS_MULTICAST (0);
-
-  if (dest == NULL || strcmp (dest, DBUS_SERVICE_DBUS) == 0)
-    return DBUS_AFBUS_MASTER;
-
-  if (dest[0] == ':')
-    {
-      /* (One that is not an AF_BUS name: the daemon routes it.) */
-      if (_dbus_afbus_addr_from_unique_name (dest, &addr) &&
-          (type == DBUS_MESSAGE_TYPE_METHOD_RETURN ||
-           type == DBUS_MESSAGE_TYPE_ERROR ||
-           _dbus_afbus_name_cache_direct (afbus_transport->names, addr)))
-        return addr;
-    }
-  else if (_dbus_afbus_name_cache_lookup (afbus_transport->names, dest, &addr))
-    {
-      return addr;
-    }
-
-  *counted = TRUE;
-  return DBUS_AFBUS_MASTER;
-}
-
-/* Sets the SENDER of an outgoing message to our own unique name, which
- * is what the receiver checks against the address the kernel gives it. */
-static dbus_bool_t
-set_own_sender (DBusTransportAfbus *afbus_transport,
-                DBusMessage        *message)
-{
-  const char *own = _dbus_string_get_const_data (&afbus_transport->own_name);
-  const char *sender = dbus_message_get_sender (message);
-  dbus_bool_t ok;
-
-  if (sender != NULL && strcmp (sender, own) == 0)
-    return TRUE;
-
-  /* The message is locked for sending; only the header changes. */
-  message->locked = FALSE;
-  ok = dbus_message_set_sender (message, own);
-  dbus_message_lock (message);
-  return ok;
-}
-
-/*
  * A message the kernel refused for good (its recipient is gone or shut
  * down reading, it is too big, it carries fds the bus cannot pass, a
  * netfilter hook such as nfdbus refused it: EPERM; a Linux security
@@ -872,202 +774,22 @@ send_message (DBusTransportAfbus *afbus_transport,
 }
 
 /*
- * Peer watches (see DBusAfbusPeers in dbus-afbus.c): our own messages to
- * the daemon, which the application never sees.  They are written before
- * the application's messages, straight from their own queue; their
- * serials come from the connection, so no reply can be taken for
- * another's.
- */
-
-/* Queues the driver method org.freedesktop.DBus.AF_BUS.@method (s arg)
- * for the daemon, asking for no reply; returns its serial, or 0 if no
- * memory. */
-static dbus_uint32_t
-queue_internal_call (DBusTransportAfbus *afbus_transport,
-                     const char         *method,
-                     const char         *arg)
-{
-  DBusTransport *transport = (DBusTransport *) afbus_transport;
-  DBusMessage *message;
-  dbus_uint32_t serial;
-
-  message = dbus_message_new_method_call (DBUS_SERVICE_DBUS, DBUS_PATH_DBUS,
-                                          DBUS_INTERFACE_AFBUS, method);
-  if (message == NULL)
-    return 0;
-
-  serial = _dbus_connection_get_next_client_serial (transport->connection);
-  dbus_message_set_serial (message, serial);
-  dbus_message_set_no_reply (message, TRUE);
-
-  if (!dbus_message_append_args (message, DBUS_TYPE_STRING, &arg,
-                                 DBUS_TYPE_INVALID) ||
-      !dbus_message_set_sender (message,
-                                _dbus_string_get_const_data (&afbus_transport->own_name)) ||
-      !_dbus_list_append (&afbus_transport->internal, message))
-    {
-      dbus_message_unref (message);
-      return 0;
-    }
-
-  dbus_message_lock (message);
-  afbus_transport->internal_serials[afbus_transport->next_internal++ %
-                                    _DBUS_N_ELEMENTS (afbus_transport->internal_serials)] = serial;
-  return serial;
-}
-
-/* Asks the daemon for PeerGone about @addr (@add) or no longer (!@add):
- * a client's unique address, or the address of the well-known name
- * @well_known (NULL for a unique address), about which the daemon sends
- * PeerGone (name) when an owner of the name leaves the bus, and at once
- * when the name has no owner as it starts the watch (the peer left
- * before).  FALSE if no memory. */
-static dbus_bool_t
-watch_peer (DBusTransportAfbus *afbus_transport,
-            dbus_uint64_t       addr,
-            const char         *well_known,
-            dbus_bool_t         add)
-{
-  DBusString name;
-  dbus_bool_t ok = FALSE;
-
-  if (!_dbus_string_init (&name))
-    return FALSE;
-
-  if (well_known != NULL ? _dbus_string_append (&name, well_known) :
-      _dbus_afbus_unique_name_from_addr (addr, &name))
-    ok = queue_internal_call (afbus_transport,
-                              add ? "WatchPeer" : "UnwatchPeer",
-                              _dbus_string_get_const_data (&name)) != 0;
-
-  _dbus_verbose ("AF_BUS: %s watching %s\n", add ? "start" : "stop",
-                 _dbus_string_get_const_data (&name));
-  _dbus_string_free (&name);
-  return ok;
-}
-
-/* Records our call @serial, which the peer at @dest (the owner of the
- * well-known name @well_known at that address, or NULL) is to answer
- * straight through the kernel, and watches the peer. */
-static void
-watch_call (DBusTransportAfbus *afbus_transport,
-            dbus_uint64_t       dest,
-            const char         *well_known,
-            dbus_uint32_t       serial)
-{
-  dbus_bool_t watch;
-  dbus_uint64_t unwatch;
-  char *unwatch_name;
-
-  /* Without memory the call is not watched: it may wait for its timeout. */
-  if (!_dbus_afbus_peers_call_sent (afbus_transport->peers, dest, well_known,
-                                    serial, &watch, &unwatch, &unwatch_name))
-    return;
-
-  if (unwatch != 0)
-    watch_peer (afbus_transport, unwatch, unwatch_name, FALSE);
-  dbus_free (unwatch_name);
-  if (watch && !watch_peer (afbus_transport, dest, well_known, TRUE))
-    {
-      DBusList *serials;
-      char *name;
-
-      /* Not watched after all: forget it, to try again next time. */
-      _dbus_afbus_peers_gone (afbus_transport->peers, dest, &serials, &name);
-      _dbus_list_clear (&serials);
-      dbus_free (name);
-    }
-}
-
-/* Our call @serial, whose answer the kernel awaits, gets NoReply from
- * expire_calls() at the bus's reply timeout if no answer came by then,
- * as the daemon answers the calls it awaits the answers to.  Nothing to
- * do unless the daemon gave us a reply timeout (ReplyTimeout). */
-static void
-await_reply (DBusTransportAfbus *afbus_transport,
-             dbus_uint32_t       serial)
-{
-  dbus_int64_t now;
-  dbus_bool_t first;
-
-  if (afbus_transport->deadlines == NULL)
-    return;
-
-  now = _dbus_afbus_deadlines_now ();
-  first = _dbus_afbus_deadlines_next (afbus_transport->deadlines, now) < 0;
-  /* Without memory the call waits for its own timeout. */
-  if (_dbus_afbus_deadlines_add (afbus_transport->deadlines, serial, now) &&
-      first)
-    set_reply_timer (afbus_transport);
-}
-
-/* Records a method call sent straight to a peer, by its unique name or
- * by a well-known name's address, and watches the peer (or the name:
- * the daemon says when an owner of it leaves). */
-static void
-direct_call_sent (DBusTransportAfbus *afbus_transport,
-                  DBusMessage        *message,
-                  dbus_uint64_t       dest)
-{
-  const char *well_known = NULL;
-
-  if (dbus_message_get_type (message) != DBUS_MESSAGE_TYPE_METHOD_CALL ||
-      dbus_message_get_no_reply (message))
-    return;
-
-  if ((dest >> BUS_PREFIX_SHIFT) == DBUS_AFBUS_NAME_PREFIX)
-    {
-      well_known = dbus_message_get_destination (message);
-      if (well_known == NULL || well_known[0] == ':')
-        return;
-    }
-  else if ((dest >> BUS_PREFIX_SHIFT) != 0)
-    {
-      return;
-    }
-
-  watch_call (afbus_transport, dest, well_known,
-              dbus_message_get_serial (message));
-  await_reply (afbus_transport, dbus_message_get_serial (message));
-}
-
-/* At most this many of our calls through the daemon wait for their
- * Forwarded (which comes right after the daemon dispatched them); past
- * it a call whose callee leaves without answering waits for its own
- * timeout. */
-#define AFBUS_MASTER_CALLS_MAX 4096
-
-/* A method call to a well-known name sent to the daemon: if the daemon
- * forwards it to an AF_BUS client, the callee answers through the
- * kernel, and the daemon's Forwarded names it (handle_forwarded()). */
-static void
-master_call_sent (DBusTransportAfbus *afbus_transport,
-                  DBusMessage        *message)
-{
-  if (dbus_message_get_type (message) != DBUS_MESSAGE_TYPE_METHOD_CALL ||
-      dbus_message_get_no_reply (message) ||
-      _dbus_hash_table_get_n_entries (afbus_transport->master_calls) >=
-      AFBUS_MASTER_CALLS_MAX)
-    return;
-
-  /* Without memory: no NoReply if the callee leaves. */
-  _dbus_hash_table_insert_uintptr (afbus_transport->master_calls,
-                                   dbus_message_get_serial (message),
-                                   afbus_transport);
-}
-
-/*
- * Writes our own messages to the daemon.  TRUE when all are written;
- * FALSE when the socket is full (or the transport broke).
+ * Writes a bus client's own messages to the daemon (peer watches,
+ * dbus-bus-afbus.c).  TRUE when all are written; FALSE when the socket
+ * is full (or the transport broke).
  */
 static dbus_bool_t
 write_internal (DBusTransportAfbus *afbus_transport)
 {
   DBusTransport *transport = (DBusTransport *) afbus_transport;
+  DBusMessage *message;
 
-  while (afbus_transport->internal != NULL && !transport->disconnected)
+  if (afbus_transport->client == NULL)
+    return !transport->disconnected;
+
+  while ((message = _dbus_afbus_client_next_internal (afbus_transport->client)) != NULL &&
+         !transport->disconnected)
     {
-      DBusMessage *message = afbus_transport->internal->data;
       int saved_errno;
 
       if (send_message (afbus_transport, message, FALSE, DBUS_AFBUS_MASTER) < 0)
@@ -1084,177 +806,10 @@ write_internal (DBusTransportAfbus *afbus_transport)
           return FALSE;
         }
 
-      _dbus_list_pop_first (&afbus_transport->internal);
-      dbus_message_unref (message);
+      _dbus_afbus_client_internal_sent (afbus_transport->client);
     }
 
   return !transport->disconnected;
-}
-
-/*
- * Answers our call @serial with NoReply (@text) from the daemon, as the
- * daemon would: a message the connection receives next.  FALSE if no
- * memory.
- */
-static dbus_bool_t
-queue_no_reply (DBusTransportAfbus *afbus_transport,
-                dbus_uint32_t       serial,
-                const char         *text)
-{
-  DBusTransport *transport = (DBusTransport *) afbus_transport;
-  DBusMessage *reply;
-  DBusList *reply_link;
-
-  reply = dbus_message_new (DBUS_MESSAGE_TYPE_ERROR);
-  if (reply == NULL ||
-      !dbus_message_set_error_name (reply, DBUS_ERROR_NO_REPLY) ||
-      !dbus_message_set_reply_serial (reply, serial) ||
-      !dbus_message_set_sender (reply, DBUS_SERVICE_DBUS) ||
-      !dbus_message_set_destination (reply,
-                                     _dbus_string_get_const_data (&afbus_transport->own_name)) ||
-      !dbus_message_append_args (reply, DBUS_TYPE_STRING, &text,
-                                 DBUS_TYPE_INVALID) ||
-      (reply_link = _dbus_list_alloc_link (reply)) == NULL)
-    {
-      if (reply != NULL)
-        dbus_message_unref (reply);
-      return FALSE;
-    }
-
-  dbus_message_set_no_reply (reply, TRUE);
-  _dbus_connection_queue_synthesized_message_link (transport->connection,
-                                                   reply_link);
-  return TRUE;
-}
-
-/*
- * The peer at @addr is gone: every call to it that waits for a reply
- * gets NoReply, as the daemon answers the calls it forwarded.  FALSE if
- * no memory.
- */
-static dbus_bool_t
-peer_gone (DBusTransportAfbus *afbus_transport,
-           dbus_uint64_t       addr)
-{
-  DBusList *serials = NULL;
-  DBusList *link;
-  dbus_bool_t ok = TRUE;
-  char *well_known;
-
-  /* Nothing of ours can wait in the daemon for it any more. */
-  _dbus_afbus_name_cache_peer_gone (afbus_transport->names, addr);
-
-  if (!_dbus_afbus_peers_gone (afbus_transport->peers, addr, &serials,
-                               &well_known))
-    return TRUE;
-
-  /* The daemon keeps our rule after the peer left: remove it. */
-  watch_peer (afbus_transport, addr, well_known, FALSE);
-  dbus_free (well_known);
-
-  for (link = serials; link != NULL; link = _dbus_list_get_next_link (&serials, link))
-    {
-      dbus_uint32_t serial = (dbus_uint32_t) _DBUS_POINTER_TO_INT (link->data);
-
-      if (!queue_no_reply (afbus_transport, serial,
-                           "Message recipient disconnected from message bus"
-                           " without replying"))
-        {
-          ok = FALSE;
-          continue;
-        }
-
-      _dbus_verbose ("AF_BUS: NoReply for call %u to %016" PRIx64 "\n",
-                     serial, addr);
-      if (afbus_transport->deadlines != NULL)
-        _dbus_afbus_deadlines_remove (afbus_transport->deadlines, serial);
-      /* The daemon answers the calls it knew of too: eat its NoReply. */
-      afbus_transport->internal_serials[afbus_transport->next_internal++ %
-                                        _DBUS_N_ELEMENTS (afbus_transport->internal_serials)] = serial;
-    }
-
-  _dbus_list_clear (&serials);
-  return ok;
-}
-
-/*
- * Handles (and eats) the daemon's answers to our own messages and its
- * PeerGone signals.  *eaten is set when the application must not see
- * @message.  FALSE if no memory.
- */
-static dbus_bool_t
-handle_internal (DBusTransportAfbus *afbus_transport,
-                 DBusMessage        *message,
-                 dbus_bool_t        *eaten)
-{
-  dbus_uint32_t reply_serial = dbus_message_get_reply_serial (message);
-  dbus_uint64_t addr;
-  unsigned int i;
-
-  *eaten = FALSE;
-
-  if (dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "PeerGone"))
-    {
-      const char *name;
-
-      *eaten = TRUE;
-      if (dbus_message_get_args (message, NULL, DBUS_TYPE_STRING, &name,
-                                 DBUS_TYPE_INVALID) &&
-          (name[0] == ':' ?
-           _dbus_afbus_addr_from_unique_name (name, &addr) :
-           _dbus_afbus_peers_addr_of_name (afbus_transport->peers, name, &addr)))
-        return peer_gone (afbus_transport, addr);
-      return TRUE;
-    }
-
-  if (dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "ReplyTimeout"))
-    {
-      dbus_int32_t timeout;
-
-      *eaten = TRUE;
-      if (!dbus_message_get_args (message, NULL, DBUS_TYPE_INT32, &timeout,
-                                  DBUS_TYPE_INVALID))
-        return TRUE;
-      if (afbus_transport->deadlines == NULL && timeout >= 0)
-        {
-          afbus_transport->deadlines = _dbus_afbus_deadlines_new ();
-          if (afbus_transport->deadlines == NULL)
-            return FALSE;
-        }
-      if (afbus_transport->deadlines != NULL)
-        _dbus_afbus_deadlines_set_timeout (afbus_transport->deadlines,
-                                           timeout);
-      return TRUE;
-    }
-
-  if (reply_serial == 0)
-    return TRUE;
-
-  for (i = 0; i < _DBUS_N_ELEMENTS (afbus_transport->internal_serials); i++)
-    if (afbus_transport->internal_serials[i] == reply_serial)
-      *eaten = TRUE;
-
-  if (!*eaten && afbus_transport->deadlines != NULL)
-    _dbus_afbus_deadlines_remove (afbus_transport->deadlines, reply_serial);
-
-  /* A direct call that the kernel routed to the daemon, because its
-   * peer had left, is answered by the daemon. */
-  if (!*eaten)
-    _dbus_afbus_peers_reply_received (afbus_transport->peers,
-                                      DBUS_AFBUS_MASTER, reply_serial);
-
-  return TRUE;
-}
-
-/* Is @message a call to the bus driver (org.freedesktop.DBus, or no
- * destination), which the daemon answers itself? */
-static dbus_bool_t
-is_driver_call (DBusMessage *message)
-{
-  const char *dest = dbus_message_get_destination (message);
-
-  return dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
-    (dest == NULL || strcmp (dest, DBUS_SERVICE_DBUS) == 0);
 }
 
 /* One pass over the outgoing queue; returns false on oom.  *n_refused
@@ -1268,7 +823,8 @@ write_pass (DBusTransport *transport,
   DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
   /* A bus client, which routes its own messages (not the daemon's side
    * of a connection, nor a relay). */
-  dbus_bool_t routes = !afbus_transport->relay && !transport->is_server;
+  DBusAfbusClient *client = afbus_transport->client;
+  dbus_bool_t routes = client != NULL;
   dbus_uint64_t full[AFBUS_MAX_FULL_PEERS];
   unsigned int stepped_over[AFBUS_MAX_FULL_PEERS];
   unsigned int n_full = 0, i;
@@ -1329,7 +885,7 @@ write_pass (DBusTransport *transport,
         }
       else if (routes)
         {
-          dest = route_message (afbus_transport, message, &counted);
+          dest = _dbus_afbus_client_route (client, message, &counted);
           addressed = (dest != DBUS_AFBUS_MASTER);
         }
 
@@ -1342,7 +898,7 @@ write_pass (DBusTransport *transport,
        * recipient waits behind the ones before it; anything else (a
        * message the daemon forwards, a name's address, a signal, which
        * may reach any client) stops the pass. */
-      if (n_full > 0 && !(routes && is_driver_call (message)))
+      if (n_full > 0 && !(routes && _dbus_afbus_is_driver_call (message)))
         {
           if (!addressed || !AFBUS_IS_CLIENT_UNICAST (dest))
             return TRUE;
@@ -1356,7 +912,7 @@ write_pass (DBusTransport *transport,
             }
         }
 
-      if (routes && !set_own_sender (afbus_transport, message))
+      if (routes && !_dbus_afbus_client_set_sender (client, message))
         return FALSE;
 
       bytes = send_message (afbus_transport, message, addressed, dest);
@@ -1369,9 +925,7 @@ write_pass (DBusTransport *transport,
        * through it until it says where the name lives. */
       if (bytes < 0 && saved_errno == EHOSTUNREACH && routes && addressed)
         {
-          if ((dest >> BUS_PREFIX_SHIFT) == DBUS_AFBUS_NAME_PREFIX)
-            _dbus_afbus_name_cache_forget (afbus_transport->names,
-                                           dbus_message_get_destination (message));
+          _dbus_afbus_client_unreachable (client, message, dest);
           counted = TRUE;
           _dbus_verbose (" %016" PRIx64 " has no owner: through the daemon\n",
                          dest);
@@ -1387,17 +941,17 @@ write_pass (DBusTransport *transport,
                          bytes, dest);
           total += bytes;
 
-          if (addressed && !afbus_transport->relay)
+          if (routes)
             {
-              direct_call_sent (afbus_transport, message, dest);
-              /* A full socket: the watch waits for the next write. */
-              write_internal (afbus_transport);
-            }
-
-          if (counted)
-            {
-              master_call_sent (afbus_transport, message);
-              _dbus_afbus_name_cache_sent_to_master (afbus_transport->names);
+              _dbus_afbus_client_sent (client, transport->connection, message,
+                                       addressed ? dest : DBUS_AFBUS_MASTER,
+                                       counted);
+              if (_dbus_afbus_client_take_deadline_changed (client))
+                set_reply_timer (afbus_transport);
+              /* A peer's new watch; a full socket: it waits for the next
+               * write. */
+              if (addressed)
+                write_internal (afbus_transport);
             }
 
           _dbus_connection_message_link_sent_unlocked (transport->connection,
@@ -1468,90 +1022,6 @@ do_writing (DBusTransport *transport)
 }
 
 /*
- * The client side of org.freedesktop.DBus.AF_BUS.Forwarded: the daemon
- * tells us where a well-known name lives.  *eaten is set when @message
- * is a Forwarded: it is ours, and the application sees it only with
- * DBUS_AFBUS_SHOW_INTERNAL=1 in the environment (tests use it to count
- * the messages that went through the daemon).  FALSE if no memory.
- */
-static dbus_bool_t
-handle_forwarded (DBusTransportAfbus *afbus_transport,
-                  DBusMessage        *message,
-                  dbus_bool_t        *eaten)
-{
-  const char *name, *callee = NULL, *owner = NULL;
-  dbus_uint64_t addr, callee_addr, owner_addr;
-  dbus_uint32_t serial = 0;
-  DBusMessageIter iter;
-  DBusError error = DBUS_ERROR_INIT;
-
-  *eaten = FALSE;
-  if (!dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "Forwarded") ||
-      !dbus_message_has_sender (message, DBUS_SERVICE_DBUS))
-    return TRUE;
-
-  *eaten = !afbus_transport->show_forwarded;
-
-  if (!dbus_message_get_args (message, &error,
-                              DBUS_TYPE_STRING, &name,
-                              DBUS_TYPE_UINT64, &addr,
-                              DBUS_TYPE_INVALID))
-    {
-      dbus_bool_t oom = dbus_error_has_name (&error, DBUS_ERROR_NO_MEMORY);
-
-      _dbus_verbose ("bad Forwarded signal: %s\n", error.message);
-      dbus_error_free (&error);
-      return !oom;
-    }
-
-  /* A well-known name's address has prefix 1; for a unique name, any
-   * address but 0 says the message is handed on. */
-  if (addr != 0 && name[0] != ':' &&
-      (addr >> BUS_PREFIX_SHIFT) != DBUS_AFBUS_NAME_PREFIX)
-    {
-      _dbus_verbose ("Forwarded signal with a bad address: taken as 0\n");
-      addr = 0;
-    }
-
-  /* (u serial, s callee, s owner): the daemon forwarded our call
-   * @serial to the AF_BUS client @callee, which answers through the
-   * kernel; the daemon keeps no record of it, so we watch the callee as
-   * for a direct call, unless its answer came first.  @owner: the
-   * client the message went to (see DBusAfbusNameCache). */
-  dbus_message_iter_init (message, &iter);
-  if (dbus_message_iter_next (&iter) && dbus_message_iter_next (&iter) &&
-      dbus_message_iter_get_arg_type (&iter) == DBUS_TYPE_UINT32)
-    {
-      dbus_message_iter_get_basic (&iter, &serial);
-      if (dbus_message_iter_next (&iter) &&
-          dbus_message_iter_get_arg_type (&iter) == DBUS_TYPE_STRING)
-        dbus_message_iter_get_basic (&iter, &callee);
-      if (dbus_message_iter_next (&iter) &&
-          dbus_message_iter_get_arg_type (&iter) == DBUS_TYPE_STRING)
-        dbus_message_iter_get_basic (&iter, &owner);
-    }
-
-  if (serial != 0 && callee != NULL &&
-      _dbus_hash_table_remove_uintptr (afbus_transport->master_calls, serial) &&
-      _dbus_afbus_addr_from_unique_name (callee, &callee_addr))
-    {
-      watch_call (afbus_transport, callee_addr, NULL, serial);
-      await_reply (afbus_transport, serial);
-      /* The watch's WatchPeer now, not with our next message (the
-       * application may be blocked waiting for this call's reply); a
-       * full socket: the write watch. */
-      write_internal (afbus_transport);
-      check_write_watch ((DBusTransport *) afbus_transport);
-    }
-
-  if (owner == NULL || !_dbus_afbus_addr_from_unique_name (owner, &owner_addr))
-    owner_addr = 0;
-
-  return _dbus_afbus_name_cache_forwarded (afbus_transport->names, name, addr,
-                                           owner_addr);
-}
-
-/*
  * Checks the message just read from @source before the connection sees
  * it.  A datagram from another client must hold exactly one valid
  * message whose SENDER is that client's unique name: anything else is
@@ -1579,23 +1049,32 @@ check_incoming (DBusTransportAfbus *afbus_transport,
 
   if (source == DBUS_AFBUS_MASTER)
     {
-      dbus_bool_t eaten;
+      dbus_bool_t eaten, had_internal;
 
       /* The daemon is trusted like the other end of any transport. */
       message = _dbus_message_loader_peek_message (loader);
-      if (message == NULL)
+      if (message == NULL || afbus_transport->client == NULL)
         return TRUE;
 
-      if (dbus_message_get_reply_serial (message) != 0 &&
-          afbus_transport->master_calls != NULL)
-        _dbus_hash_table_remove_uintptr (afbus_transport->master_calls,
-                                         dbus_message_get_reply_serial (message));
-
-      if (!handle_internal (afbus_transport, message, &eaten))
+      had_internal =
+        _dbus_afbus_client_next_internal (afbus_transport->client) != NULL;
+      if (!_dbus_afbus_client_from_master (afbus_transport->client,
+                                           transport->connection, message,
+                                           &eaten))
         return FALSE;
 
-      if (!eaten && !handle_forwarded (afbus_transport, message, &eaten))
-        return FALSE;
+      /* A new peer watch (for a call Forwarded says the kernel awaits),
+       * written now, not with our next message: the application may be
+       * blocked waiting for that call's reply.  A full socket: the
+       * write watch. */
+      if (!had_internal &&
+          _dbus_afbus_client_next_internal (afbus_transport->client) != NULL)
+        {
+          write_internal (afbus_transport);
+          check_write_watch (transport);
+        }
+      if (_dbus_afbus_client_take_deadline_changed (afbus_transport->client))
+        set_reply_timer (afbus_transport);
 
       if (eaten)
         {
@@ -1642,17 +1121,10 @@ check_incoming (DBusTransportAfbus *afbus_transport,
           !_dbus_afbus_message_set_addr (message, source))
         return FALSE;
 
-      if (!drop && afbus_transport->peers != NULL &&
+      if (!drop && afbus_transport->client != NULL &&
           dbus_message_get_reply_serial (message) != 0)
-        {
-          _dbus_afbus_peers_reply_received (afbus_transport->peers, source,
-                                            dbus_message_get_reply_serial (message));
-          _dbus_hash_table_remove_uintptr (afbus_transport->master_calls,
+        _dbus_afbus_client_reply_received (afbus_transport->client, source,
                                            dbus_message_get_reply_serial (message));
-          if (afbus_transport->deadlines != NULL)
-            _dbus_afbus_deadlines_remove (afbus_transport->deadlines,
-                                          dbus_message_get_reply_serial (message));
-        }
     }
 
   if (drop)
@@ -1712,7 +1184,7 @@ fds_refused (DBusTransportAfbus *afbus_transport,
                  " that we cannot take (%lu dropped)\n",
                  source, afbus_transport->n_dropped);
 
-  if (len < DBUS_MINIMUM_HEADER_SIZE || afbus_transport->relay ||
+  if (len < DBUS_MINIMUM_HEADER_SIZE || afbus_transport->client == NULL ||
       source == DBUS_AFBUS_MASTER || (source >> BUS_PREFIX_SHIFT) != 0)
     return;
 
@@ -1734,7 +1206,7 @@ fds_refused (DBusTransportAfbus *afbus_transport,
       dbus_message_set_reply_serial (reply, serial) &&
       dbus_message_set_destination (reply, _dbus_string_get_const_data (&dest)) &&
       dbus_message_set_sender (reply,
-                               _dbus_string_get_const_data (&afbus_transport->own_name)) &&
+                               _dbus_afbus_client_get_name (afbus_transport->client)) &&
       dbus_message_append_args (reply, DBUS_TYPE_STRING, &text,
                                 DBUS_TYPE_INVALID))
     {
@@ -1791,8 +1263,7 @@ do_reading (DBusTransport *transport)
     return TRUE;
 
   /* Peer watches queued while reading, or left by a full socket. */
-  if (!transport->is_server && afbus_transport->internal != NULL)
-    write_internal (afbus_transport);
+  write_internal (afbus_transport);
 
   for (;;)
     {
@@ -1922,37 +1393,21 @@ error_with_read_to_come (DBusTransportAfbus *afbus_transport,
 }
 
 /*
- * Our calls whose time is up (see await_reply()) get NoReply, with the
- * daemon's text for its own reply timeout, and are not watched any
- * more; then the reply timer is set for the next.  An answer that comes
- * later reaches the application as an unexpected message (or is refused
- * by the kernel, which stopped awaiting it), as it would through the
- * daemon.  Called with the connection locked.
+ * A bus client's calls whose time is up get NoReply
+ * (_dbus_afbus_client_expire()); then the reply timer is set for the
+ * next.  Called with the connection locked.
  */
 static void
 expire_calls (DBusTransportAfbus *afbus_transport)
 {
   DBusTransport *transport = (DBusTransport *) afbus_transport;
-  dbus_bool_t expired = FALSE;
-  dbus_int64_t now;
-  dbus_uint32_t serial;
+  dbus_bool_t expired;
 
-  if (afbus_transport->deadlines == NULL || transport->connection == NULL)
+  if (afbus_transport->client == NULL || transport->connection == NULL)
     return;
 
-  now = _dbus_afbus_deadlines_now ();
-  while (_dbus_afbus_deadlines_pop_expired (afbus_transport->deadlines, now,
-                                            &serial))
-    {
-      expired = TRUE;
-      _dbus_afbus_peers_reply_received (afbus_transport->peers,
-                                        DBUS_AFBUS_MASTER, serial);
-      /* Without memory: the call waits for its own timeout. */
-      if (queue_no_reply (afbus_transport, serial,
-                          "Message did not receive a reply (timeout by message bus)"))
-        _dbus_verbose ("AF_BUS: NoReply for call %u: the bus's reply timeout\n",
-                       serial);
-    }
+  expired = _dbus_afbus_client_expire (afbus_transport->client,
+                                       transport->connection);
 
   /* The timer goes on firing at its interval until it is set again:
    * for the next deadline, once it fired or a deadline passed. */
@@ -2108,10 +1563,9 @@ afbus_do_iteration (DBusTransport *transport,
 
       /* A blocking iteration wakes up for the first of our calls whose
        * time is up, as the reply timer would in a main loop. */
-      if ((flags & DBUS_ITERATION_BLOCK) && afbus_transport->deadlines != NULL)
+      if ((flags & DBUS_ITERATION_BLOCK) && afbus_transport->client != NULL)
         {
-          int next = _dbus_afbus_deadlines_next (afbus_transport->deadlines,
-                                                 _dbus_afbus_deadlines_now ());
+          int next = _dbus_afbus_client_next_deadline (afbus_transport->client);
 
           if (next >= 0 && (poll_timeout < 0 || poll_timeout > next))
             poll_timeout = next;
@@ -2203,20 +1657,14 @@ afbus_transport_new (DBusSocket        fd,
                      dbus_bool_t       relay)
 {
   DBusTransportAfbus *afbus_transport;
-  DBusString invalid = _DBUS_STRING_INIT_INVALID;
+  struct sockaddr_bus sa;
 
   afbus_transport = dbus_new0 (DBusTransportAfbus, 1);
   if (afbus_transport == NULL)
     return NULL;
 
-  afbus_transport->own_name = invalid;
-
-  if (!_dbus_string_init (&afbus_transport->own_name))
-    goto failed;
-
   if (server_guid == NULL)
     {
-      struct sockaddr_bus sa;
       socklen_t len = sizeof (sa);
 
       if (getsockname (fd.fd, (struct sockaddr *) &sa, &len) < 0 ||
@@ -2227,16 +1675,10 @@ afbus_transport_new (DBusSocket        fd,
           _dbus_verbose ("not a connected AF_BUS client socket\n");
           goto failed;
         }
-
-      afbus_transport->own_addr = sa.sbus_addr.s_addr;
-      if (!_dbus_afbus_unique_name_from_addr (sa.sbus_addr.s_addr,
-                                              &afbus_transport->own_name))
-        goto failed;
     }
 
   if (server_guid == NULL && !relay)
     {
-      const char *show;
       int one = 1;
 
       /* A message to an address nobody owns fails, rather than reach the
@@ -2248,20 +1690,8 @@ afbus_transport_new (DBusSocket        fd,
                       sizeof (one)) < 0)
         _dbus_verbose ("BUS_NO_DEFAULT_ROUTE: %s\n", _dbus_strerror (errno));
 
-      afbus_transport->names = _dbus_afbus_name_cache_new ();
-      if (afbus_transport->names == NULL)
-        goto failed;
-
-      show = _dbus_getenv ("DBUS_AFBUS_SHOW_INTERNAL");
-      afbus_transport->show_forwarded = show != NULL && strcmp (show, "1") == 0;
-
-      afbus_transport->peers = _dbus_afbus_peers_new ();
-      if (afbus_transport->peers == NULL)
-        goto failed;
-
-      afbus_transport->master_calls =
-        _dbus_hash_table_new (DBUS_HASH_UINTPTR, NULL, NULL);
-      if (afbus_transport->master_calls == NULL)
+      afbus_transport->client = _dbus_afbus_client_new (sa.sbus_addr.s_addr);
+      if (afbus_transport->client == NULL)
         goto failed;
     }
 
@@ -2320,11 +1750,7 @@ afbus_transport_new (DBusSocket        fd,
       _dbus_watch_invalidate (afbus_transport->write_watch);
       _dbus_watch_unref (afbus_transport->write_watch);
     }
-  _dbus_afbus_name_cache_free (afbus_transport->names);
-  _dbus_afbus_peers_free (afbus_transport->peers);
-  if (afbus_transport->master_calls != NULL)
-    _dbus_hash_table_unref (afbus_transport->master_calls);
-  _dbus_string_free (&afbus_transport->own_name);
+  _dbus_afbus_client_free (afbus_transport->client);
   dbus_free (afbus_transport);
   return NULL;
 }
