@@ -4,7 +4,7 @@
  * kernel) and reports how the call ended, for the AF_BUS tests of
  * NoReply when the callee dies mid-call.
  *
- * Usage: afbus-direct-call DEST METHOD TIMEOUT-MS [--match] [--wait]
+ * Usage: afbus-direct-call DEST METHOD TIMEOUT-MS [--match] [--wait] [--take-in]
  * Calls com.example.Echo.METHOD on DEST with dbus_connection_send_with_
  * reply_and_block() and prints
  *   "reply" or "error NAME: MESSAGE"
@@ -15,8 +15,10 @@
  * and errors (a second answer to the call, say) that the application
  * received in the second after the call.  With --match the application
  * first adds its own match rule for NameOwnerChanged with arg0=DEST.
- * With --wait it prints "connected" once it is on the bus (and has its
- * rule), and makes the call when it reads a line on standard input.
+ * With --wait it prints "connected UNIQUE-NAME" once it is on the bus
+ * (and has its rule), and makes the call when it reads a line on
+ * standard input; with --take-in too, it first takes in what came
+ * meanwhile (reading for 300 ms).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,16 +62,17 @@ int main(int argc, char **argv)
 	DBusMessage *m, *r;
 	long start, end;
 	char rule[512];
-	int i, match = 0, wait = 0;
+	int i, match = 0, wait = 0, take_in = 0;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: afbus-direct-call DEST METHOD TIMEOUT-MS [--match] [--wait]\n");
+		fprintf(stderr, "usage: afbus-direct-call DEST METHOD TIMEOUT-MS [--match] [--wait] [--take-in]\n");
 		return 2;
 	}
 	dest = argv[1];
 	for (i = 4; i < argc; i++) {
 		match |= strcmp(argv[i], "--match") == 0;
 		wait |= strcmp(argv[i], "--wait") == 0;
+		take_in |= strcmp(argv[i], "--take-in") == 0;
 	}
 
 	c = dbus_bus_get_private(DBUS_BUS_SESSION, &error);
@@ -92,11 +95,13 @@ int main(int argc, char **argv)
 	}
 
 	if (wait) {
-		printf("connected\n");
+		printf("connected %s\n", dbus_bus_get_unique_name(c));
 		fflush(stdout);
 		if (!fgets(rule, sizeof(rule), stdin))
 			return 1;
 	}
+	for (i = 0; take_in && i < 3; i++)
+		dbus_connection_read_write(c, 100);
 
 	m = dbus_message_new_method_call(dest, "/", "com.example.Echo", argv[2]);
 	start = now_ms();

@@ -80,6 +80,30 @@ expect_match "the daemon still answers" 'string "com.example.Echo"' "$out"
 check "... and no longer lists the dead services" \
 	sh -c "! echo '$out' | grep -q com.example.Hang"
 
+# A peer cannot set another client's reply timeout: the library takes
+# ReplyTimeout from the daemon only.  On this bus (reply_timeout never),
+# a client that took in a ReplyTimeout of 1 ms from a peer before its
+# call, which is never answered, gets libdbus' own NoReply at its own
+# timeout of 3 s, not the bus's NoReply at once.
+rm -f /tmp/nr-forge.in
+mkfifo /tmp/nr-forge.in
+afbus-direct-call "$echo_svc" Hang 3000 --wait --take-in </tmp/nr-forge.in \
+	>/tmp/nr-forge.out 2>&1 &
+forge_pid=$!
+exec 7>/tmp/nr-forge.in
+wait_for_line /tmp/nr-forge.out '^connected '
+victim=$(sed -n 's/^connected //p' /tmp/nr-forge.out)
+timeout 20 dbus-send --session --type=signal --dest="$victim" /org/freedesktop/DBus \
+	org.freedesktop.DBus.AF_BUS.ReplyTimeout int32:1
+echo go >&7
+exec 7>&-
+wait $forge_pid
+out=$(cat /tmp/nr-forge.out)
+expect_match "a ReplyTimeout forged by a peer is not acted on: the call gets its own timeout's NoReply" \
+	'^error org\.freedesktop\.DBus\.Error\.NoReply: Did not receive a reply' "$out"
+ms=$(printf '%s\n' "$out" | sed -n 's/^elapsed-ms //p')
+check "... after its own 3 s (took ${ms} ms)" test "${ms:-0}" -ge 3000
+
 # reply_timeout: a callee that never answers (a hostile one, say) costs
 # its callers the bus's reply timeout, not their own (20 s here), and
 # the answer is dbus-daemon's NoReply.  The lower bounds are exact: the

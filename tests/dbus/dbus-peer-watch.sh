@@ -66,7 +66,7 @@ killed_mid_call() {
 		>/tmp/pw-call.out 2>&1 &
 	caller=$!
 	exec 8>/tmp/pw-go
-	wait_for_line /tmp/pw-call.out '^connected$'
+	wait_for_line /tmp/pw-call.out '^connected '
 	[ "${2:-}" = stop ] && kill -STOP $BUS_PID
 	echo go >&8
 	exec 8>&-
