@@ -35,6 +35,7 @@
 #include "bus-afbus-names.h"
 #include "bus-afbus-legacy.h"
 #include "bus-afbus-match.h"
+#include "bus-afbus-peers.h"
 #include "bus-afbus-policy.h"
 #include "dispatch.h"
 #include "services.h"
@@ -665,6 +666,13 @@ bus_afbus_monitor_add (DBusConnection *monitor,
       bus_afbus_monitor_remove (monitor);
       return FALSE;
     }
+
+  /* Its library's peer watches end: their PeerGone would have it answer
+   * UnwatchPeer, which a monitor may not send (its calls get no
+   * NoReply, as dbus-daemon drops a new monitor's pending replies).  A
+   * monitor that does not become one after all (no memory) has lost
+   * them: its calls to peers that leave wait for their own timeouts. */
+  bus_afbus_peers_drop (monitor);
 
   return TRUE;
 }

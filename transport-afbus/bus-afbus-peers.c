@@ -330,6 +330,14 @@ bus_afbus_peers_handle_unwatch (DBusConnection *connection,
   return TRUE;
 }
 
+/* @connection's watches end (it became a monitor). */
+void
+bus_afbus_peers_drop (DBusConnection *connection)
+{
+  if (get_watches (connection, FALSE) != NULL)
+    dbus_connection_set_data (connection, watches_slot, NULL, NULL);
+}
+
 dbus_bool_t
 bus_afbus_peers_gone (BusTransaction *transaction,
                       const char     *name,

@@ -36,6 +36,7 @@ dbus_bool_t bus_afbus_peers_handle_unwatch (DBusConnection *connection,
 
 /* An owner of @name (a unique name, or a well-known name an AF_BUS
  * client owned) left the bus: PeerGone (name) to each of its watchers. */
+void        bus_afbus_peers_drop           (DBusConnection *connection);
 dbus_bool_t bus_afbus_peers_gone           (BusTransaction *transaction,
                                             const char     *name,
                                             DBusError      *error);

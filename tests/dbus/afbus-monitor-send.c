@@ -3,20 +3,24 @@
  * A monitor that sends, for the tests of what a monitor may do: nothing
  * (dbus-daemon closes a monitor that sends it a message).
  *
- * Usage: afbus-monitor-send [--wait] call DEST | addmatch RULE
+ * Usage: afbus-monitor-send [--wait] [--first PEER] call DEST |
+ *                           addmatch RULE | idle
  *
- * Connects to the session bus, becomes a monitor (BecomeMonitor with no
+ * Connects to the session bus (with --first, calls com.example.Echo.Echo
+ * on PEER first, so that its library watches PEER, and prints "first
+ * reply" or "first error NAME"), becomes a monitor (BecomeMonitor with no
  * rules), takes in its messages up to the NameLost of its unique name
  * and the monitor's copy of the NameOwnerChanged that follows it (as
  * upstream's /monitor/become does: none is left unread), with --wait
  * prints "ready" and waits for a line on its standard input, then
  * either calls com.example.Echo.Echo ("from-monitor") on DEST and waits
  * 10 s at most for the answer, or calls AddMatch (RULE) on the bus
- * driver, and prints
+ * driver, or (idle) sends nothing, and prints
  *   "monitor"                         (it became one)
- *   "reply" or "error NAME"           (what the call got)
+ *   "reply" or "error NAME" or "idle" (what the call got)
  *   "disconnected=0|1"                (whether the bus closed it within
- *                                      10 s of the call)
+ *                                      10 s of the call; idle: within
+ *                                      3 s)
  * Exit status 0 if it became a monitor.
  */
 #include <stdio.h>
@@ -31,15 +35,24 @@ int main(int argc, char **argv)
 	DBusMessageIter iter, array;
 	dbus_uint32_t zero = 0;
 	const char *text = "from-monitor", *unique;
-	int i, lost = 0, wait_line = 0;
+	const char *first = NULL;
+	int i, lost = 0, wait_line = 0, idle;
 
 	if (argc > 1 && strcmp(argv[1], "--wait") == 0) {
 		wait_line = 1;
 		argv++;
 		argc--;
 	}
-	if (argc != 3 || (strcmp(argv[1], "call") && strcmp(argv[1], "addmatch"))) {
-		fprintf(stderr, "usage: afbus-monitor-send [--wait] call DEST | addmatch RULE\n");
+	if (argc > 2 && strcmp(argv[1], "--first") == 0) {
+		first = argv[2];
+		argv += 2;
+		argc -= 2;
+	}
+	idle = argc == 2 && strcmp(argv[1], "idle") == 0;
+	if (!idle &&
+	    (argc != 3 || (strcmp(argv[1], "call") && strcmp(argv[1], "addmatch")))) {
+		fprintf(stderr, "usage: afbus-monitor-send [--wait] [--first PEER] call DEST |\n"
+			"                          addmatch RULE | idle\n");
 		return 2;
 	}
 
@@ -49,6 +62,25 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	dbus_connection_set_exit_on_disconnect(c, FALSE);
+
+	if (first != NULL) {
+		m = dbus_message_new_method_call(first, "/", "com.example.Echo",
+						 "Echo");
+		if (m == NULL ||
+		    !dbus_message_append_args(m, DBUS_TYPE_STRING, &text,
+					      DBUS_TYPE_INVALID))
+			return 1;
+		reply = dbus_connection_send_with_reply_and_block(c, m, 10000,
+								  &err);
+		dbus_message_unref(m);
+		if (reply != NULL) {
+			printf("first reply\n");
+			dbus_message_unref(reply);
+		} else {
+			printf("first error %s\n", err.name);
+			dbus_error_free(&err);
+		}
+	}
 
 	m = dbus_message_new_method_call(DBUS_SERVICE_DBUS, DBUS_PATH_DBUS,
 					 "org.freedesktop.DBus.Monitoring",
@@ -108,7 +140,9 @@ int main(int argc, char **argv)
 			return 1;
 	}
 
-	if (strcmp(argv[1], "call") == 0) {
+	if (idle) {
+		reply = NULL;
+	} else if (strcmp(argv[1], "call") == 0) {
 		m = dbus_message_new_method_call(argv[2], "/", "com.example.Echo",
 						 "Echo");
 		if (m == NULL ||
@@ -136,7 +170,9 @@ int main(int argc, char **argv)
 				dbus_message_get_serial(m));
 		dbus_message_unref(m);
 	}
-	if (reply != NULL) {
+	if (idle) {
+		printf("idle\n");
+	} else if (reply != NULL) {
 		printf("reply\n");
 		dbus_message_unref(reply);
 	} else {
@@ -144,7 +180,7 @@ int main(int argc, char **argv)
 		dbus_error_free(&err);
 	}
 
-	for (i = 0; i < 100 && dbus_connection_get_is_connected(c); i++)
+	for (i = 0; i < (idle ? 30 : 100) && dbus_connection_get_is_connected(c); i++)
 		dbus_connection_read_write(c, 100);
 	printf("disconnected=%d\n", !dbus_connection_get_is_connected(c));
 	dbus_connection_close(c);

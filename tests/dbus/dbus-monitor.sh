@@ -180,6 +180,29 @@ done
 expect_eq "the daemon logged why it closed each" "2 1" \
 	"$(count_lines /tmp/monitor.conf.out 'sent a message to its peers .*member="Echo".*closing it') $(count_lines /tmp/monitor.conf.out 'is not allowed to send messages; closing it')"
 
+# A client whose library watches a peer it called directly, and that
+# then becomes a monitor: when the peer leaves, the daemon sends it no
+# PeerGone, which its library would answer with UnwatchPeer, a message
+# from a monitor, for which the daemon would close it.
+$native afbus-echo-service com.example.Leaver >/tmp/mn-leaver.out 2>&1 &
+leaver_pid=$!
+wait_ready /tmp/mn-leaver.out
+leaver=$(sed -n 's/^ready //p' /tmp/mn-leaver.out)
+mkfifo /tmp/mn-idle.in
+$native afbus-monitor-send --wait --first "$leaver" idle </tmp/mn-idle.in \
+	>/tmp/mn-idle.out 2>&1 &
+idle_pid=$!
+exec 7>/tmp/mn-idle.in
+wait_for_line /tmp/mn-idle.out '^ready$'
+kill $leaver_pid
+wait $leaver_pid 2>/dev/null
+echo go >&7
+exec 7>&-
+wait_exit $idle_pid
+expect_eq "a monitor that called a peer before stays connected when the peer leaves" \
+	"0 first reply monitor ready idle disconnected=0" \
+	"$status $(echo $(cat /tmp/mn-idle.out))"
+
 # The monitors leave (and the subscriber): so does the daemon's
 # eavesdropper.
 kill $mon_all $mon_leg $mon_rule $sub_pid
