@@ -134,6 +134,38 @@ bus_afbus_cmdline_addresses (DBusList  **list,
   return TRUE;
 }
 
+/**
+ * AddMatch: an AF_BUS client's @rule goes to the kernel too (its
+ * signals come from its peers through the kernel, bus-afbus-match.c),
+ * and an eavesdropping rule has the kernel copy the bus for it
+ * (bus-afbus-monitor.c).  Undone by bus_afbus_rule_removed().
+ */
+dbus_bool_t
+bus_afbus_rule_added (DBusConnection *connection,
+                      BusMatchRule   *rule,
+                      DBusError      *error)
+{
+  if (!bus_afbus_add_match (connection, rule, error))
+    return FALSE;
+
+  if (!bus_afbus_monitor_add_eavesdropper (connection, rule, error))
+    {
+      bus_afbus_remove_match (connection, rule);
+      return FALSE;
+    }
+
+  return TRUE;
+}
+
+/* RemoveMatch, or an AddMatch undone. */
+void
+bus_afbus_rule_removed (DBusConnection *connection,
+                        BusMatchRule   *rule)
+{
+  bus_afbus_monitor_remove_eavesdropper (connection, rule);
+  bus_afbus_remove_match (connection, rule);
+}
+
 #ifdef DBUS_HAVE_AFBUS
 
 /* Why the daemon did not listen on an afbus: address of its

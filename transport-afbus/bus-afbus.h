@@ -36,6 +36,11 @@ dbus_bool_t bus_afbus_join                (DBusConnection *connection,
                                            BusTransaction *transaction,
                                            DBusError      *error);
 void        bus_afbus_connection_closed   (DBusConnection *connection);
+dbus_bool_t bus_afbus_rule_added          (DBusConnection *connection,
+                                           BusMatchRule   *rule,
+                                           DBusError      *error);
+void        bus_afbus_rule_removed        (DBusConnection *connection,
+                                           BusMatchRule   *rule);
 dbus_bool_t bus_afbus_name_owner_changed  (BusTransaction *transaction,
                                            const char     *name,
                                            const char     *old_owner,
