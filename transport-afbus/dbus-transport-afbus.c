@@ -141,7 +141,7 @@ struct DBusTransportAfbus
   DBusTimeout *reply_timer;             /**< Client: fires at the first
                                          *   deadline of deadlines */
   dbus_bool_t reply_timer_added;        /**< It is on the connection */
-  dbus_bool_t reply_timer_fired;        /**< It fired: set it again */
+  dbus_bool_t reply_timer_due;          /**< It fired: set it again */
 
   int max_bytes_read_per_iteration;     /**< To avoid blocking too long */
   int max_bytes_written_per_iteration;  /**< To avoid blocking too long */
@@ -252,8 +252,6 @@ reply_timer_fired (void *data)
   if (transport->connection == NULL || afbus_transport->read_watch == NULL)
     return TRUE;
 
-  /* (Not under the lock: the worst is one more setting of the timer.) */
-  afbus_transport->reply_timer_fired = TRUE;
   return _dbus_connection_handle_watch (afbus_transport->read_watch, 0,
                                         transport->connection);
 }
@@ -1411,9 +1409,9 @@ expire_calls (DBusTransportAfbus *afbus_transport)
 
   /* The timer goes on firing at its interval until it is set again:
    * for the next deadline, once it fired or a deadline passed. */
-  if (expired || afbus_transport->reply_timer_fired)
+  if (expired || afbus_transport->reply_timer_due)
     {
-      afbus_transport->reply_timer_fired = FALSE;
+      afbus_transport->reply_timer_due = FALSE;
       set_reply_timer (afbus_transport);
     }
 }
@@ -1428,7 +1426,11 @@ afbus_handle_watch (DBusTransport *transport,
   _dbus_assert (watch == afbus_transport->read_watch ||
                 watch == afbus_transport->write_watch);
 
-  /* (The reply timer calls with no flags.) */
+  /* The reply timer calls with no flags (as, at worst, a main loop
+   * that reports a condition the watch does not ask for: then the
+   * timer is set once more for nothing). */
+  if (flags == 0)
+    afbus_transport->reply_timer_due = TRUE;
   expire_calls (afbus_transport);
 
   if (!(flags & DBUS_WATCH_READABLE) &&
