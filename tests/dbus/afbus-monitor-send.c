@@ -27,6 +27,26 @@
 #include <string.h>
 #include <dbus/dbus.h>
 
+/* Calls com.example.Echo.Echo ("from-monitor") on DEST; its reply, or
+ * NULL with ERR set. */
+static DBusMessage *echo_call(DBusConnection *c, const char *dest, DBusError *err)
+{
+	const char *text = "from-monitor";
+	DBusMessage *m, *reply;
+
+	m = dbus_message_new_method_call(dest, "/", "com.example.Echo", "Echo");
+	if (m == NULL ||
+	    !dbus_message_append_args(m, DBUS_TYPE_STRING, &text, DBUS_TYPE_INVALID)) {
+		if (m != NULL)
+			dbus_message_unref(m);
+		dbus_set_error(err, DBUS_ERROR_NO_MEMORY, "out of memory");
+		return NULL;
+	}
+	reply = dbus_connection_send_with_reply_and_block(c, m, 10000, err);
+	dbus_message_unref(m);
+	return reply;
+}
+
 int main(int argc, char **argv)
 {
 	DBusError err = DBUS_ERROR_INIT;
@@ -34,7 +54,7 @@ int main(int argc, char **argv)
 	DBusMessage *m, *reply;
 	DBusMessageIter iter, array;
 	dbus_uint32_t zero = 0;
-	const char *text = "from-monitor", *unique;
+	const char *unique;
 	const char *first = NULL;
 	int i, lost = 0, wait_line = 0, idle;
 
@@ -64,15 +84,7 @@ int main(int argc, char **argv)
 	dbus_connection_set_exit_on_disconnect(c, FALSE);
 
 	if (first != NULL) {
-		m = dbus_message_new_method_call(first, "/", "com.example.Echo",
-						 "Echo");
-		if (m == NULL ||
-		    !dbus_message_append_args(m, DBUS_TYPE_STRING, &text,
-					      DBUS_TYPE_INVALID))
-			return 1;
-		reply = dbus_connection_send_with_reply_and_block(c, m, 10000,
-								  &err);
-		dbus_message_unref(m);
+		reply = echo_call(c, first, &err);
 		if (reply != NULL) {
 			printf("first reply\n");
 			dbus_message_unref(reply);
@@ -143,15 +155,7 @@ int main(int argc, char **argv)
 	if (idle) {
 		reply = NULL;
 	} else if (strcmp(argv[1], "call") == 0) {
-		m = dbus_message_new_method_call(argv[2], "/", "com.example.Echo",
-						 "Echo");
-		if (m == NULL ||
-		    !dbus_message_append_args(m, DBUS_TYPE_STRING, &text,
-					      DBUS_TYPE_INVALID))
-			return 1;
-		reply = dbus_connection_send_with_reply_and_block(c, m, 10000,
-								  &err);
-		dbus_message_unref(m);
+		reply = echo_call(c, argv[2], &err);
 	} else {
 		dbus_bus_add_match(c, argv[2], &err);
 		reply = NULL;
