@@ -261,7 +261,6 @@ bus_afbus_unique_name (DBusConnection *connection,
   return TRUE;
 }
 
-
 /**
  * @connection is a legacy client, which bus-afbus-legacy.c gave an
  * AF_BUS pair: @fd, the pair's accepted socket (A1), stands for it on
@@ -280,7 +279,9 @@ bus_afbus_connection_set_pair (DBusConnection *connection,
 
   /* (A pair made before, for a Hello that failed, left its mark.) */
   client = client_get (connection);
-  if (client == NULL && (client = client_remember (connection, fd, addr)) == NULL)
+  if (client == NULL)
+    client = client_remember (connection, fd, addr);
+  if (client == NULL)
     return FALSE;
 
   client->fd = fd;
@@ -311,17 +312,16 @@ bus_afbus_connection_is_legacy (DBusConnection *connection)
          client->legacy;
 }
 
-/* bus_afbus_join() let @connection onto the bus as a native client: it
- * stays an AF_BUS client once its socket is closed.  FALSE if out of
- * memory. */
+/* bus_afbus_join() let @connection, whose socket it found with
+ * bus_afbus_connection_fd(), onto the bus as a native client: it stays
+ * an AF_BUS client once its socket is closed.  FALSE if out of memory
+ * (bus_afbus_connection_fd() could not keep what it found). */
 dbus_bool_t
 bus_afbus_connection_set_joined (DBusConnection *connection)
 {
-  BusAfbusClient *client;
-  int fd;
+  BusAfbusClient *client = client_get (connection);
 
-  if (!bus_afbus_connection_fd (connection, &fd, NULL) ||
-      (client = client_get (connection)) == NULL)
+  if (client == NULL)
     return FALSE;
 
   client->joined = TRUE;

@@ -233,7 +233,7 @@ set_reply_timer (DBusTransportAfbus *afbus_transport)
     return;
 
   /* Without memory: the calls wait for their own timeouts, or for the
-   * next time the transport looks at them. */
+   * next blocking iteration. */
   _dbus_timeout_restart (afbus_transport->reply_timer, next > 0 ? next : 1);
   afbus_transport->reply_timer_added =
     _dbus_connection_add_timeout_unlocked (transport->connection,
@@ -1428,10 +1428,13 @@ afbus_handle_watch (DBusTransport *transport,
 
   /* The reply timer calls with no flags (as, at worst, a main loop
    * that reports a condition the watch does not ask for: then the
-   * timer is set once more for nothing). */
+   * timer is set once more for nothing).  Reading and writing do not
+   * look at the deadlines: the timer is set for the first. */
   if (flags == 0)
-    afbus_transport->reply_timer_due = TRUE;
-  expire_calls (afbus_transport);
+    {
+      afbus_transport->reply_timer_due = TRUE;
+      expire_calls (afbus_transport);
+    }
 
   if (!(flags & DBUS_WATCH_READABLE) &&
       error_with_read_to_come (afbus_transport, watch, flags))
@@ -1622,7 +1625,11 @@ afbus_do_iteration (DBusTransport *transport,
     }
 
  out:
-  expire_calls (afbus_transport);
+  /* A blocking iteration stands in for the reply timer (its poll ends
+   * at the first deadline); the others, such as each send's, leave the
+   * deadlines alone. */
+  if (flags & DBUS_ITERATION_BLOCK)
+    expire_calls (afbus_transport);
   /* DBusConnection relies on an iteration noticing pending messages. */
   check_write_watch (transport);
 }

@@ -68,7 +68,7 @@ wait $caller
 out=$(cat $D/hang.out)
 expect_match "a call through the daemon whose callee dies: NoReply, recipient disconnected" \
 	'^error org\.freedesktop\.DBus\.Error\.NoReply: Message recipient disconnected' "$out"
-ms=$(printf '%s\n' "$out" | sed -n 's/^elapsed-ms //p')
+ms=$(elapsed_ms "$out")
 check "... before the call's 20 s timeout (took ${ms} ms)" test "${ms:-20000}" -lt 15000
 expect_eq "... and the application sees no internal PeerGone" "noc 0 peergone 0 stray 0" \
 	"$(tail -n 1 $D/hang.out)"

@@ -260,7 +260,7 @@ wait $c2
 out=$(cat /tmp/hang-direct.out)
 expect_match "a native caller of a legacy service that dies gets NoReply" \
 	'^error org\.freedesktop\.DBus\.Error\.NoReply: Message recipient disconnected' "$out"
-ms=$(printf '%s\n' "$out" | sed -n 's/^elapsed-ms //p')
+ms=$(elapsed_ms "$out")
 check "... before the call's 20 s timeout (took ${ms} ms)" test "${ms:-20000}" -lt 15000
 expect_match "... and sees no PeerGone" '^noc 0 peergone 0 stray 0$' "$(tail -n 1 /tmp/hang-direct.out)"
 out=$(cat /tmp/hang-legacy.out)

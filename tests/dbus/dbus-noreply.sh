@@ -30,7 +30,7 @@ killed_mid_call() {
 		'^error org\.freedesktop\.DBus\.Error\.NoReply: Message recipient disconnected' "$out"
 	# Not a timed assert: 20 s is the call's own timeout, which would
 	# give NoReply "Did not receive a reply" instead.
-	ms=$(printf '%s\n' "$out" | sed -n 's/^elapsed-ms //p')
+	ms=$(elapsed_ms "$out")
 	check "$1: ... before the call's 20 s timeout (took ${ms} ms)" \
 		test "${ms:-20000}" -lt 15000
 }
@@ -53,7 +53,7 @@ expect_match "direct call by well-known name: the caller had the name's address"
 	'^forwarded [1-9][0-9]* ' "$out"
 expect_match "... and gets NoReply: recipient disconnected" \
 	'^error org\.freedesktop\.DBus\.Error\.NoReply: Message recipient disconnected' "$out"
-ms=$(printf '%s\n' "$out" | sed -n 's/^elapsed-ms //p')
+ms=$(elapsed_ms "$out")
 check "... before the call's 20 s timeout (took ${ms} ms)" \
 	test "${ms:-20000}" -lt 15000
 expect_match "... and no stray reply" ' stray 0$' "$out"
@@ -63,7 +63,7 @@ expect_match "... and no stray reply" ' stray 0$' "$out"
 out=$(timeout 20 afbus-direct-call "$svc" Echo 20000 2>&1)
 expect_match "a call to a peer that left gets an error" \
 	'^error org\.freedesktop\.DBus\.Error\.(ServiceUnknown|NameHasNoOwner|NoReply)' "$out"
-ms=$(printf '%s\n' "$out" | sed -n 's/^elapsed-ms //p')
+ms=$(elapsed_ms "$out")
 check "... before the call's timeout (took ${ms} ms)" test "${ms:-20000}" -lt 15000
 
 # A call that is answered is not disturbed by the watch, and the daemon
@@ -101,7 +101,7 @@ wait $forge_pid
 out=$(cat /tmp/nr-forge.out)
 expect_match "a ReplyTimeout forged by a peer is not acted on: the call gets its own timeout's NoReply" \
 	'^error org\.freedesktop\.DBus\.Error\.NoReply: Did not receive a reply' "$out"
-ms=$(printf '%s\n' "$out" | sed -n 's/^elapsed-ms //p')
+ms=$(elapsed_ms "$out")
 check "... after its own 3 s (took ${ms} ms)" test "${ms:-0}" -ge 3000
 
 # reply_timeout: a callee that never answers (a hostile one, say) costs
@@ -127,7 +127,7 @@ reply_timeout_call() {
 	out=$(cat "$2")
 	expect_match "$1: NoReply, dbus-daemon's text for its reply timeout" \
 		"^error org\.freedesktop\.DBus\.Error\.NoReply: $timeout_re\$" "$out"
-	ms=$(printf '%s\n' "$out" | sed -n 's/^elapsed-ms //p')
+	ms=$(elapsed_ms "$out")
 	check "... not before the 1500 ms, long before the call's own 20 s (took ${ms} ms)" \
 		test "${ms:-0}" -ge 1500 -a "${ms:-20000}" -lt 15000
 }

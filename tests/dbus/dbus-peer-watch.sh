@@ -80,7 +80,7 @@ killed_mid_call() {
 		'^error org\.freedesktop\.DBus\.Error\.NoReply: Message recipient disconnected' "$out"
 	# Not a timed assert: 20 s is the call's own timeout, which would
 	# give NoReply "Did not receive a reply" instead.
-	ms=$(printf '%s\n' "$out" | sed -n 's/^elapsed-ms //p')
+	ms=$(elapsed_ms "$out")
 	check "... before the call's 20 s timeout (took ${ms} ms)" \
 		test "${ms:-20000}" -lt 15000
 	expect_eq "... its own rule works (NameOwnerChanged), no PeerGone shown" \

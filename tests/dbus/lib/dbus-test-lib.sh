@@ -41,6 +41,12 @@ expect_eq() {
 	fi
 }
 
+# elapsed_ms TEXT: the N of the "elapsed-ms N" line of TEXT, the output
+# of afbus-direct-call or afbus-daemon-calls hang (empty if none).
+elapsed_ms() {
+	printf '%s\n' "$1" | sed -n 's/^elapsed-ms //p'
+}
+
 # expect_match DESCRIPTION REGEX TEXT (grep -E)
 expect_match() {
 	if printf '%s\n' "$3" | grep -Eq -- "$2"; then
