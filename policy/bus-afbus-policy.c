@@ -80,7 +80,7 @@
 
 #include <errno.h>
 #include <string.h>
-#include <dbus/dbus-afbus.h>
+#include <dbus/dbus-sysdeps-afbus.h>
 #include <dbus/dbus-hash.h>
 #include <dbus/dbus-list.h>
 #include <dbus/dbus-string.h>

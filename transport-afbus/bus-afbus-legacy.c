@@ -20,7 +20,7 @@
 #include "bus-afbus-legacy.h"
 
 #include <string.h>
-#include <dbus/dbus-afbus.h>
+#include <dbus/dbus-sysdeps-afbus.h>
 #include <dbus/dbus-hash.h>
 #include <dbus/dbus-mainloop.h>
 #include <dbus/dbus-server-afbus.h>

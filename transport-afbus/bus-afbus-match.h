@@ -20,7 +20,7 @@
 #define BUS_AFBUS_MATCH_H
 
 #include <dbus/dbus.h>
-#include <dbus/dbus-afbus.h>
+#include <dbus/dbus-sysdeps-afbus.h>
 #include "bus.h"
 #include "connection.h"
 #include "signals.h"

@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include <dbus/dbus-afbus.h>
+#include <dbus/dbus-sysdeps-afbus.h>
 #include <dbus/dbus-list.h>
 #include <dbus/dbus-mainloop.h>
 #include <dbus/dbus-message-internal.h>

@@ -22,7 +22,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
-#include <dbus/dbus-afbus.h>
+#include <dbus/dbus-sysdeps-afbus.h>
 #include <dbus/dbus-hash.h>
 #include <dbus/dbus-server-afbus.h>
 

@@ -21,7 +21,7 @@
 #include "bus-afbus-peers.h"
 
 #include <string.h>
-#include <dbus/dbus-afbus.h>
+#include <dbus/dbus-sysdeps-afbus.h>
 #include <dbus/dbus-hash.h>
 #include <dbus/dbus-list.h>
 #include <dbus/dbus-marshal-validate.h>

@@ -28,7 +28,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <dbus/dbus-afbus.h>
+#include <dbus/dbus-sysdeps-afbus.h>
 #include <dbus/dbus-server-afbus.h>
 
 #include "bus.h"

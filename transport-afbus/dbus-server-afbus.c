@@ -19,7 +19,7 @@
 #include <config.h>
 #include "dbus-internals.h"
 #include "dbus-server-afbus.h"
-#include "dbus-afbus.h"
+#include "dbus-sysdeps-afbus.h"
 
 #ifdef DBUS_HAVE_AFBUS
 

@@ -20,7 +20,7 @@
 #include "dbus-internals.h"
 #include "dbus-connection-internal.h"
 #include "dbus-transport-afbus.h"
-#include "dbus-afbus.h"
+#include "dbus-sysdeps-afbus.h"
 #include "dbus-bus-afbus.h"
 
 #ifdef DBUS_HAVE_AFBUS
