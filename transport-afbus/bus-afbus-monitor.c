@@ -696,6 +696,18 @@ bus_afbus_monitor_remove (DBusConnection *monitor)
 }
 
 /**
+ * BecomeMonitor succeeded (nothing can fail any more): @monitor's match
+ * rules are gone, so it is no eavesdropper any more, and they leave the
+ * kernel too: a monitor gets its signals from the daemon's copies.
+ */
+void
+bus_afbus_monitor_committed (DBusConnection *monitor)
+{
+  bus_afbus_monitor_drop_eavesdropper (monitor);
+  bus_afbus_match_flush (monitor);
+}
+
+/**
  * AddMatch: an eavesdropping @rule makes @connection an eavesdropper,
  * and has the kernel copy the bus for it.  Other rules: nothing to do.
  */
@@ -802,6 +814,11 @@ bus_afbus_monitor_add (DBusConnection *monitor,
 
 void
 bus_afbus_monitor_remove (DBusConnection *monitor)
+{
+}
+
+void
+bus_afbus_monitor_committed (DBusConnection *monitor)
 {
 }
 

@@ -27,6 +27,7 @@
 dbus_bool_t bus_afbus_monitor_add                 (DBusConnection *monitor,
                                                    DBusError      *error);
 void        bus_afbus_monitor_remove              (DBusConnection *monitor);
+void        bus_afbus_monitor_committed           (DBusConnection *monitor);
 dbus_bool_t bus_afbus_monitor_add_eavesdropper    (DBusConnection *connection,
                                                    BusMatchRule   *rule,
                                                    DBusError      *error);

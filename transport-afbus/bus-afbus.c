@@ -328,18 +328,23 @@ bus_afbus_join (DBusConnection *connection,
   return TRUE;
 }
 
-/* @connection is gone: a legacy client's AF_BUS pair goes with it.  The
+/* @connection is gone.  A legacy client's AF_BUS pair goes with it: the
  * monitors are shown first what the kernel copied of its pair's
  * messages, which the daemon tells from the others by the pair's name
- * until it closes (bus-afbus-monitor.c). */
+ * until it closes (bus-afbus-monitor.c).  Then it is no eavesdropper
+ * or monitor any more (its match rules are gone): with the last, the
+ * kernel stops copying the bus. */
 void
 bus_afbus_connection_closed (DBusConnection *connection)
 {
-  if (!bus_afbus_connection_is_legacy (connection))
-    return;
+  if (bus_afbus_connection_is_legacy (connection))
+    {
+      bus_afbus_monitor_drain (bus_connection_get_context (connection));
+      bus_afbus_legacy_detach (connection);
+    }
 
-  bus_afbus_monitor_drain (bus_connection_get_context (connection));
-  bus_afbus_legacy_detach (connection);
+  bus_afbus_monitor_drop_eavesdropper (connection);
+  bus_afbus_monitor_remove (connection);
 }
 
 dbus_bool_t
