@@ -104,19 +104,51 @@ typedef struct
   DBusHashTable *old_ids;       /* the previous configuration's, on reload */
 } PolicyBus;
 
-/* the netlink socket of bus-afbus-match.c */
-static struct nfdbus *nfdbus = NULL;
-static DBusList *policy_buses = NULL;
-static dbus_uint32_t next_policy_id = 1;
+/* The kernel policies the daemon made (bus-afbus-state.h). */
+struct BusAfbusPolicy
+{
+  DBusList *buses;              /**< PolicyBus * */
+  dbus_uint32_t next_id;        /**< the next policy's id */
+};
+
+BusAfbusPolicy *
+bus_afbus_policy_new (void)
+{
+  BusAfbusPolicy *policy = dbus_new0 (BusAfbusPolicy, 1);
+
+  if (policy != NULL)
+    policy->next_id = 1;
+  return policy;
+}
+
+static void
+policy_bus_free (void *data)
+{
+  PolicyBus *pb = data;
+
+  _dbus_hash_table_unref (pb->ids);
+  if (pb->old_ids != NULL)
+    _dbus_hash_table_unref (pb->old_ids);
+  dbus_free (pb);
+}
+
+/* The kernel keeps the policies until the bus goes. */
+void
+bus_afbus_policy_free (BusAfbusPolicy *policy)
+{
+  _dbus_list_clear_full (&policy->buses, policy_bus_free);
+  dbus_free (policy);
+}
 
 static PolicyBus *
-policy_bus_get (const struct nfdbus_bus *bus)
+policy_bus_get (BusAfbusPolicy          *policy,
+                const struct nfdbus_bus *bus)
 {
   DBusList *link;
   PolicyBus *pb;
 
-  for (link = _dbus_list_get_first_link (&policy_buses); link != NULL;
-       link = _dbus_list_get_next_link (&policy_buses, link))
+  for (link = _dbus_list_get_first_link (&policy->buses); link != NULL;
+       link = _dbus_list_get_next_link (&policy->buses, link))
     {
       pb = link->data;
       if (pb->bus.len == bus->len && memcmp (pb->bus.path, bus->path, bus->len) == 0)
@@ -128,7 +160,7 @@ policy_bus_get (const struct nfdbus_bus *bus)
     return NULL;
   pb->bus = *bus;
   pb->ids = _dbus_hash_table_new (DBUS_HASH_STRING, dbus_free, NULL);
-  if (pb->ids == NULL || !_dbus_list_append (&policy_buses, pb))
+  if (pb->ids == NULL || !_dbus_list_append (&policy->buses, pb))
     {
       if (pb->ids != NULL)
         _dbus_hash_table_unref (pb->ids);
@@ -170,7 +202,8 @@ policy_key (BusClientPolicy *client)
 /* A name of a rule as an address: FALSE on OOM; *use FALSE when the rule
  * cannot apply to messages between AF_BUS clients. */
 static dbus_bool_t
-name_to_addr (const char                *name,
+name_to_addr (BusContext                *context,
+              const char                *name,
               struct nfdbus_policy_rule *out,
               dbus_bool_t               *use)
 {
@@ -178,7 +211,8 @@ name_to_addr (const char                *name,
     *use = FALSE;
   else if (name[0] == ':')
     *use = _dbus_afbus_addr_from_unique_name (name, &out->addr);
-  else if (!bus_afbus_name_addr_pin (name, &out->addr))
+  else if (!bus_afbus_name_addr_pin (bus_context_get_afbus (context)->names,
+                                     name, &out->addr))
     return FALSE;
   out->has_addr = *use;
   return TRUE;
@@ -187,7 +221,8 @@ name_to_addr (const char                *name,
 /* The kernel form of a send or receive rule; *use FALSE to leave it
  * out.  FALSE on OOM. */
 static dbus_bool_t
-translate_rule (BusPolicyRule             *rule,
+translate_rule (BusContext                *context,
+                BusPolicyRule             *rule,
                 struct nfdbus_policy_rule *out,
                 dbus_bool_t               *use)
 {
@@ -254,12 +289,12 @@ translate_rule (BusPolicyRule             *rule,
   if (!rule->allow && !requested_reply)
     out->flags |= NFDBUS_POLICY_F_NOT_REPLIES;
   if (rule->allow && requested_reply && !eavesdrop &&
-      bus_afbus_kernel_tracks_replies ())
+      bus_afbus_kernel_tracks_replies (context))
     out->flags |= NFDBUS_POLICY_F_REQUESTED_ONLY;
   if (min_fds > 0 || max_fds < DBUS_MAXIMUM_MESSAGE_UNIX_FDS)
     exact = FALSE;
 
-  if (name != NULL && !name_to_addr (name, out, use))
+  if (name != NULL && !name_to_addr (context, name, out, use))
     return FALSE;
   /* never allow more than the daemon would */
   if (!exact && rule->allow)
@@ -269,7 +304,9 @@ translate_rule (BusPolicyRule             *rule,
 
 /* Give the kernel policy id of @pb the rules of @client. */
 static dbus_bool_t
-push_policy (PolicyBus       *pb,
+push_policy (BusContext      *context,
+             struct nfdbus   *nfdbus,
+             PolicyBus       *pb,
              BusClientPolicy *client,
              dbus_uint32_t    id,
              DBusError       *error)
@@ -292,7 +329,7 @@ push_policy (PolicyBus       *pb,
   for (link = _dbus_list_get_first_link (rules); link != NULL;
        link = _dbus_list_get_next_link (rules, link))
     {
-      if (!translate_rule (link->data, &out[n], &use))
+      if (!translate_rule (context, link->data, &out[n], &use))
         {
           dbus_free (out);
           BUS_SET_OOM (error);
@@ -304,8 +341,8 @@ push_policy (PolicyBus       *pb,
   err = nfdbus_set_policy (nfdbus, &pb->bus, id, out, n);
   dbus_free (out);
   if (err < 0)
-    return bus_afbus_nfdbus_error (error, -err,
-                             "The kernel does not take the bus policy");
+    return bus_afbus_nfdbus_error (context, error, -err,
+                                   "The kernel does not take the bus policy");
   _dbus_verbose ("AF_BUS policy %u: %lu kernel rules\n", id, (unsigned long) n);
   return TRUE;
 }
@@ -322,6 +359,8 @@ dbus_bool_t
 bus_afbus_policy_monitor (DBusConnection *connection,
                           DBusError      *error)
 {
+  BusContext *context = bus_connection_get_context (connection);
+  struct nfdbus *nfdbus;
   struct nfdbus_bus bus;
   dbus_uint64_t peer;
   int err;
@@ -329,7 +368,7 @@ bus_afbus_policy_monitor (DBusConnection *connection,
   if (!bus_afbus_connection_bus (connection, &bus, &peer))
     return TRUE;
 
-  nfdbus = bus_afbus_nfdbus (error);
+  nfdbus = bus_afbus_nfdbus (context, error);
   if (nfdbus == NULL)
     return FALSE;
 
@@ -338,7 +377,7 @@ bus_afbus_policy_monitor (DBusConnection *connection,
    * whose messages are not checked). */
   err = nfdbus_set_peer_policy (nfdbus, &bus, peer, 0);
   if (err < 0)
-    return bus_afbus_nfdbus_error (error, -err,
+    return bus_afbus_nfdbus_error (context, error, -err,
                                    "Cannot take a monitor's bus policy away"
                                    " in the kernel");
   _dbus_verbose ("%s uses no AF_BUS policy: it sends to no client\n",
@@ -350,6 +389,9 @@ dbus_bool_t
 bus_afbus_policy_join (DBusConnection *connection,
                        DBusError      *error)
 {
+  BusContext *context = bus_connection_get_context (connection);
+  BusAfbusPolicy *policy = bus_context_get_afbus (context)->policy;
+  struct nfdbus *nfdbus;
   struct nfdbus_bus bus;
   dbus_uint64_t peer;
   PolicyBus *pb;
@@ -364,11 +406,11 @@ bus_afbus_policy_join (DBusConnection *connection,
   if (!bus_afbus_connection_bus (connection, &bus, &peer))
     return TRUE;
 
-  nfdbus = bus_afbus_nfdbus (error);
+  nfdbus = bus_afbus_nfdbus (context, error);
   if (nfdbus == NULL)
     return FALSE;
 
-  pb = policy_bus_get (&bus);
+  pb = policy_bus_get (policy, &bus);
   key = pb != NULL ? policy_key (bus_connection_get_policy (connection)) : NULL;
   if (key == NULL)
     {
@@ -379,8 +421,9 @@ bus_afbus_policy_join (DBusConnection *connection,
   id = (uintptr_t) _dbus_hash_table_lookup_string (pb->ids, key);
   if (id == 0)
     {
-      id = next_policy_id++;
-      if (!push_policy (pb, bus_connection_get_policy (connection), id, error))
+      id = policy->next_id++;
+      if (!push_policy (context, nfdbus, pb,
+                        bus_connection_get_policy (connection), id, error))
         {
           dbus_free (key);
           return FALSE;
@@ -400,20 +443,21 @@ bus_afbus_policy_join (DBusConnection *connection,
 
   err = nfdbus_set_peer_policy (nfdbus, &pb->bus, peer, id);
   if (err < 0)
-    return bus_afbus_nfdbus_error (error, -err,
-                             "Cannot give the client its bus policy in the kernel");
+    return bus_afbus_nfdbus_error (context, error, -err,
+                                   "Cannot give the client its bus policy in the kernel");
   _dbus_verbose ("%s uses AF_BUS policy %lu\n",
                  bus_connection_get_name (connection), (unsigned long) id);
   return TRUE;
 }
 
 void
-bus_afbus_policy_reload_begin (void)
+bus_afbus_policy_reload_begin (BusContext *context)
 {
+  BusAfbusPolicy *policy = bus_context_get_afbus (context)->policy;
   DBusList *link;
 
-  for (link = _dbus_list_get_first_link (&policy_buses); link != NULL;
-       link = _dbus_list_get_next_link (&policy_buses, link))
+  for (link = _dbus_list_get_first_link (&policy->buses); link != NULL;
+       link = _dbus_list_get_next_link (&policy->buses, link))
     {
       PolicyBus *pb = link->data;
       DBusHashTable *ids;
@@ -429,12 +473,21 @@ bus_afbus_policy_reload_begin (void)
 }
 
 void
-bus_afbus_policy_reload_end (void)
+bus_afbus_policy_reload_end (BusContext *context)
 {
+  BusAfbusPolicy *policy = bus_context_get_afbus (context)->policy;
+  struct nfdbus *nfdbus;
   DBusList *link;
 
-  for (link = _dbus_list_get_first_link (&policy_buses); link != NULL;
-       link = _dbus_list_get_next_link (&policy_buses, link))
+  /* open if there is a policy to delete (bus_afbus_policy_join()) */
+  if (policy->buses == NULL)
+    return;
+  nfdbus = bus_afbus_nfdbus (context, NULL);
+  if (nfdbus == NULL)
+    return;
+
+  for (link = _dbus_list_get_first_link (&policy->buses); link != NULL;
+       link = _dbus_list_get_next_link (&policy->buses, link))
     {
       PolicyBus *pb = link->data;
       DBusHashIter iter;
@@ -453,6 +506,23 @@ bus_afbus_policy_reload_end (void)
 
 #else /* !DBUS_HAVE_AFBUS */
 
+struct BusAfbusPolicy
+{
+  int unused;
+};
+
+BusAfbusPolicy *
+bus_afbus_policy_new (void)
+{
+  return dbus_new0 (BusAfbusPolicy, 1);
+}
+
+void
+bus_afbus_policy_free (BusAfbusPolicy *policy)
+{
+  dbus_free (policy);
+}
+
 dbus_bool_t
 bus_afbus_policy_join (DBusConnection *connection,
                        DBusError      *error)
@@ -468,12 +538,12 @@ bus_afbus_policy_monitor (DBusConnection *connection,
 }
 
 void
-bus_afbus_policy_reload_begin (void)
+bus_afbus_policy_reload_begin (BusContext *context)
 {
 }
 
 void
-bus_afbus_policy_reload_end (void)
+bus_afbus_policy_reload_end (BusContext *context)
 {
 }
 

@@ -21,12 +21,15 @@
 
 #include <dbus/dbus.h>
 #include "bus.h"
+#include "bus-afbus-state.h"
 
+BusAfbusPolicy *bus_afbus_policy_new      (void);
+void        bus_afbus_policy_free         (BusAfbusPolicy *policy);
 dbus_bool_t bus_afbus_policy_join         (DBusConnection *connection,
                                            DBusError      *error);
 dbus_bool_t bus_afbus_policy_monitor      (DBusConnection *connection,
                                            DBusError      *error);
-void        bus_afbus_policy_reload_begin (void);
-void        bus_afbus_policy_reload_end   (void);
+void        bus_afbus_policy_reload_begin (BusContext     *context);
+void        bus_afbus_policy_reload_end   (BusContext     *context);
 
 #endif /* BUS_AFBUS_POLICY_H */

@@ -110,13 +110,44 @@ typedef struct
   DBusConnection *accepted;     /**< A1: its accepted socket */
   int accepted_fd;              /**< A1's socket */
   char *name;                   /**< C1's unique name, key in relays */
-} BusAfbusLegacy;
+} LegacyPair;
+
+/* The legacy clients' pairs (bus-afbus-state.h). */
+struct BusAfbusLegacy
+{
+  /* C1's unique name -> LegacyPair *, for bus_afbus_legacy_is_relay();
+   * NULL until the first */
+  DBusHashTable *relays;
+};
 
 static dbus_int32_t legacy_slot = -1;
-/* C1's unique name -> BusAfbusLegacy *, for bus_afbus_legacy_is_relay() */
-static DBusHashTable *relays = NULL;
+
+BusAfbusLegacy *
+bus_afbus_legacy_new (void)
+{
+  return dbus_new0 (BusAfbusLegacy, 1);
+}
+
+/* Every legacy client has left by now, and its pair with it
+ * (bus_afbus_legacy_detach()). */
+void
+bus_afbus_legacy_free (BusAfbusLegacy *bridge)
+{
+  if (bridge->relays != NULL)
+    {
+      _dbus_assert (_dbus_hash_table_get_n_entries (bridge->relays) == 0);
+      _dbus_hash_table_unref (bridge->relays);
+    }
+  dbus_free (bridge);
+}
 
 static BusAfbusLegacy *
+bridge_of (BusContext *context)
+{
+  return bus_context_get_afbus (context)->legacy;
+}
+
+static LegacyPair *
 legacy_get (DBusConnection *connection)
 {
   if (connection == NULL || legacy_slot < 0)
@@ -180,8 +211,8 @@ dispatch_status (DBusConnection     *connection,
  * the daemon's books (the caller has its reply).
  */
 static void
-peer_message (BusAfbusLegacy *legacy,
-              DBusMessage    *message)
+peer_message (LegacyPair  *legacy,
+              DBusMessage *message)
 {
   BusConnections *connections = bus_context_get_connections (legacy->context);
   BusTransaction *transaction;
@@ -234,8 +265,8 @@ peer_message (BusAfbusLegacy *legacy,
  * as from dbus-daemon.
  */
 static DBusHandlerResult
-refuse_fds (BusAfbusLegacy *legacy,
-            DBusMessage    *message)
+refuse_fds (LegacyPair  *legacy,
+            DBusMessage *message)
 {
   DBusError error = DBUS_ERROR_INIT;
   BusTransaction *transaction;
@@ -299,7 +330,7 @@ client_filter (DBusConnection *client,
                DBusMessage    *message,
                void           *data)
 {
-  BusAfbusLegacy *legacy = data;
+  LegacyPair *legacy = data;
   DBusPreallocatedSend *preallocated;
   dbus_uint64_t peer;
 
@@ -335,7 +366,7 @@ accepted_filter (DBusConnection *accepted,
                  DBusMessage    *message,
                  void           *data)
 {
-  BusAfbusLegacy *legacy = data;
+  LegacyPair *legacy = data;
 
   if (dbus_message_is_signal (message, DBUS_INTERFACE_LOCAL, "Disconnected"))
     {
@@ -354,7 +385,7 @@ accepted_filter (DBusConnection *accepted,
 static void
 close_relay (DBusConnection     *relay,
              DBusHandleMessageFunction filter,
-             BusAfbusLegacy     *legacy)
+             LegacyPair     *legacy)
 {
   if (relay == NULL)
     return;
@@ -370,10 +401,11 @@ close_relay (DBusConnection     *relay,
 static void
 legacy_free (void *data)
 {
-  BusAfbusLegacy *legacy = data;
+  LegacyPair *legacy = data;
 
   if (legacy->name != NULL)
-    _dbus_hash_table_remove_string (relays, legacy->name);
+    _dbus_hash_table_remove_string (bridge_of (legacy->context)->relays,
+                                    legacy->name);
   close_relay (legacy->client, client_filter, legacy);
   close_relay (legacy->accepted, accepted_filter, legacy);
   dbus_free (legacy->name);
@@ -382,8 +414,9 @@ legacy_free (void *data)
 
 /* Knows the pair's C1 by its unique name from now on. */
 static dbus_bool_t
-relay_register (BusAfbusLegacy *legacy)
+relay_register (LegacyPair *legacy)
 {
+  BusAfbusLegacy *bridge = bridge_of (legacy->context);
   DBusString name;
   dbus_uint64_t addr;
   int fd;
@@ -391,10 +424,10 @@ relay_register (BusAfbusLegacy *legacy)
   if (!bus_afbus_connection_fd (legacy->connection, &fd, &addr))
     return TRUE;        /* gone already: nothing to know */
 
-  if (relays == NULL)
+  if (bridge->relays == NULL)
     {
-      relays = _dbus_hash_table_new (DBUS_HASH_STRING, NULL, NULL);
-      if (relays == NULL)
+      bridge->relays = _dbus_hash_table_new (DBUS_HASH_STRING, NULL, NULL);
+      if (bridge->relays == NULL)
         return FALSE;
     }
 
@@ -408,7 +441,7 @@ relay_register (BusAfbusLegacy *legacy)
     }
   _dbus_string_free (&name);
 
-  if (!_dbus_hash_table_insert_string (relays, legacy->name, legacy))
+  if (!_dbus_hash_table_insert_string (bridge->relays, legacy->name, legacy))
     {
       dbus_free (legacy->name);
       legacy->name = NULL;
@@ -418,7 +451,7 @@ relay_register (BusAfbusLegacy *legacy)
 }
 
 static dbus_bool_t
-setup_relay (BusAfbusLegacy            *legacy,
+setup_relay (LegacyPair                *legacy,
              DBusConnection            *relay,
              DBusHandleMessageFunction  filter)
 {
@@ -454,7 +487,7 @@ bus_afbus_legacy_attach (DBusConnection *connection,
                          DBusError      *error)
 {
   BusContext *context = bus_connection_get_context (connection);
-  BusAfbusLegacy *legacy = NULL;
+  LegacyPair *legacy = NULL;
   DBusServer *server;
   DBusSocket client_fd = DBUS_SOCKET_INIT, accepted_fd = DBUS_SOCKET_INIT;
   DBusString guid;
@@ -471,7 +504,7 @@ bus_afbus_legacy_attach (DBusConnection *connection,
   if (!dbus_connection_allocate_data_slot (&legacy_slot))
     goto oom;
 
-  legacy = dbus_new0 (BusAfbusLegacy, 1);
+  legacy = dbus_new0 (LegacyPair, 1);
   id = dbus_server_get_id (server);
   if (legacy == NULL || id == NULL)
     goto oom;
@@ -539,7 +572,7 @@ bus_afbus_legacy_attach (DBusConnection *connection,
 void
 bus_afbus_legacy_detach (DBusConnection *connection)
 {
-  BusAfbusLegacy *legacy = legacy_get (connection);
+  LegacyPair *legacy = legacy_get (connection);
 
   if (legacy == NULL)
     return;
@@ -554,8 +587,11 @@ bus_afbus_legacy_detach (DBusConnection *connection)
  * messages are those the daemon relays for the legacy client.
  */
 dbus_bool_t
-bus_afbus_legacy_is_relay (const char *name)
+bus_afbus_legacy_is_relay (BusContext *context,
+                           const char *name)
 {
+  DBusHashTable *relays = bridge_of (context)->relays;
+
   return relays != NULL && _dbus_hash_table_lookup_string (relays, name) != NULL;
 }
 
@@ -563,7 +599,7 @@ bus_afbus_legacy_is_relay (const char *name)
 DBusConnection *
 bus_afbus_legacy_outgoing (DBusConnection *connection)
 {
-  BusAfbusLegacy *legacy = legacy_get (connection);
+  LegacyPair *legacy = legacy_get (connection);
 
   return legacy != NULL ? legacy->accepted : connection;
 }
@@ -608,8 +644,8 @@ bus_afbus_legacy_queue (DBusConnection *sender,
                         DBusMessage    *message,
                         dbus_uint64_t  *addr_p)
 {
-  BusAfbusLegacy *from = legacy_get (sender);
-  BusAfbusLegacy *to = legacy_get (destination);
+  LegacyPair *from = legacy_get (sender);
+  LegacyPair *to = legacy_get (destination);
   dbus_uint64_t addr = 0;
   int fd;
 
@@ -678,7 +714,7 @@ bus_afbus_legacy_multicast (DBusConnection *sender,
                             DBusMessage    *message,
                             DBusError      *error)
 {
-  BusAfbusLegacy *legacy = legacy_get (sender);
+  LegacyPair *legacy = legacy_get (sender);
 
   _dbus_assert (bus_afbus_legacy_multicasts (sender, message));
 
@@ -694,6 +730,23 @@ bus_afbus_legacy_multicast (DBusConnection *sender,
 
 #else /* !DBUS_HAVE_AFBUS */
 
+struct BusAfbusLegacy
+{
+  int unused;
+};
+
+BusAfbusLegacy *
+bus_afbus_legacy_new (void)
+{
+  return dbus_new0 (BusAfbusLegacy, 1);
+}
+
+void
+bus_afbus_legacy_free (BusAfbusLegacy *bridge)
+{
+  dbus_free (bridge);
+}
+
 dbus_bool_t
 bus_afbus_legacy_attach (DBusConnection *connection,
                          DBusError      *error)
@@ -707,7 +760,8 @@ bus_afbus_legacy_detach (DBusConnection *connection)
 }
 
 dbus_bool_t
-bus_afbus_legacy_is_relay (const char *name)
+bus_afbus_legacy_is_relay (BusContext *context,
+                           const char *name)
 {
   return FALSE;
 }

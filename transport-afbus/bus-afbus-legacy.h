@@ -21,11 +21,15 @@
 
 #include <dbus/dbus.h>
 #include "connection.h"
+#include "bus-afbus-state.h"
 
+BusAfbusLegacy *bus_afbus_legacy_new          (void);
+void            bus_afbus_legacy_free         (BusAfbusLegacy *bridge);
 dbus_bool_t     bus_afbus_legacy_attach       (DBusConnection *connection,
                                                DBusError      *error);
 void            bus_afbus_legacy_detach       (DBusConnection *connection);
-dbus_bool_t     bus_afbus_legacy_is_relay     (const char     *name);
+dbus_bool_t     bus_afbus_legacy_is_relay     (BusContext     *context,
+                                               const char     *name);
 DBusConnection *bus_afbus_legacy_outgoing     (DBusConnection *connection);
 DBusConnection *bus_afbus_legacy_queue        (DBusConnection *sender,
                                                DBusConnection *destination,

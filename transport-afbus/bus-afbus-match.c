@@ -115,26 +115,59 @@
  * with EPERM.  So bus.c calls bus_afbus_nfdbus_open_early() once the
  * servers listen and before it changes user.  The socket is
  * close-on-exec (libnfdbus): activated services do not get it. */
-static struct nfdbus *nfdbus = NULL;
-/* struct nfdbus_bus *: the buses whose multicasts nfdbus filters. */
-static DBusList *managed_buses = NULL;
-/* Whether the kernel tracks replies on our buses (NFDBUS_BUS_REPLIES):
- * unknown until the first bus is managed, FALSE once the kernel refused
- * the flag (and then never asked again). */
-static dbus_bool_t kernel_replies = TRUE;
-static dbus_bool_t kernel_replies_known = FALSE;
-/* Whether the kernel takes NFDBUS_CMD_SET_PEER: TRUE until it refused
- * it, known once it took it. */
-static dbus_bool_t kernel_peer_flags = TRUE;
-static dbus_bool_t kernel_peer_flags_known = FALSE;
+struct BusAfbusMatch
+{
+  struct nfdbus *nfdbus;        /**< NULL until opened */
+  DBusList *managed_buses;      /**< struct nfdbus_bus *: the buses whose
+                                 *   multicasts nfdbus filters */
+  /* Whether the kernel tracks replies on our buses (NFDBUS_BUS_REPLIES):
+   * unknown until the first bus is managed, FALSE once the kernel
+   * refused the flag (and then never asked again). */
+  dbus_bool_t kernel_replies;
+  dbus_bool_t kernel_replies_known;
+  /* Whether the kernel takes NFDBUS_CMD_SET_PEER: TRUE until it refused
+   * it, known once it took it. */
+  dbus_bool_t kernel_peer_flags;
+  dbus_bool_t kernel_peer_flags_known;
+};
+
+BusAfbusMatch *
+bus_afbus_match_new (void)
+{
+  BusAfbusMatch *match = dbus_new0 (BusAfbusMatch, 1);
+
+  if (match != NULL)
+    {
+      match->kernel_replies = TRUE;
+      match->kernel_peer_flags = TRUE;
+    }
+  return match;
+}
+
+void
+bus_afbus_match_free (BusAfbusMatch *match)
+{
+  _dbus_list_clear_full (&match->managed_buses, dbus_free);
+  if (match->nfdbus != NULL)
+    nfdbus_close (match->nfdbus);
+  dbus_free (match);
+}
+
+static BusAfbusMatch *
+match_of (BusContext *context)
+{
+  return bus_context_get_afbus (context)->match;
+}
 
 /* Sets @error from the errno of an nfdbus request (and the kernel's
  * words for it); returns FALSE.  Also for policy/bus-afbus-policy.c. */
 dbus_bool_t
-bus_afbus_nfdbus_error (DBusError  *error,
+bus_afbus_nfdbus_error (BusContext *context,
+                        DBusError  *error,
                         int         err,
                         const char *what)
 {
+  struct nfdbus *nfdbus = match_of (context)->nfdbus;
   const char *detail = nfdbus != NULL ? nfdbus_error (nfdbus) : "";
 
   if (err == ENOMEM)
@@ -192,14 +225,17 @@ bus_afbus_connection_bus (DBusConnection    *connection,
  * or else on first use; NULL with @error set when nfdbus cannot be
  * reached.  Also for bus-afbus-policy.c. */
 struct nfdbus *
-bus_afbus_nfdbus (DBusError *error)
+bus_afbus_nfdbus (BusContext *context,
+                  DBusError  *error)
 {
-  if (nfdbus == NULL)
-    nfdbus = nfdbus_open ();
-  if (nfdbus == NULL)
-    bus_afbus_nfdbus_error (error, errno,
+  BusAfbusMatch *match = match_of (context);
+
+  if (match->nfdbus == NULL)
+    match->nfdbus = nfdbus_open ();
+  if (match->nfdbus == NULL)
+    bus_afbus_nfdbus_error (context, error, errno,
                             "Cannot reach the kernel's D-Bus match rules and policy (nfdbus)");
-  return nfdbus;
+  return match->nfdbus;
 }
 
 void
@@ -207,7 +243,8 @@ bus_afbus_nfdbus_open_early (BusContext *context)
 {
   DBusError error = DBUS_ERROR_INIT;
 
-  if (bus_afbus_server (context) != NULL && bus_afbus_nfdbus (&error) == NULL)
+  if (bus_afbus_server (context) != NULL &&
+      bus_afbus_nfdbus (context, &error) == NULL)
     {
       bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
                        "AF_BUS clients cannot join: %s", error.message);
@@ -216,12 +253,13 @@ bus_afbus_nfdbus_open_early (BusContext *context)
 }
 
 static dbus_bool_t
-bus_is_managed (const struct nfdbus_bus *bus)
+bus_is_managed (BusAfbusMatch           *match,
+                const struct nfdbus_bus *bus)
 {
   DBusList *link;
 
-  for (link = _dbus_list_get_first_link (&managed_buses); link != NULL;
-       link = _dbus_list_get_next_link (&managed_buses, link))
+  for (link = _dbus_list_get_first_link (&match->managed_buses); link != NULL;
+       link = _dbus_list_get_next_link (&match->managed_buses, link))
     {
       const struct nfdbus_bus *b = link->data;
 
@@ -232,9 +270,9 @@ bus_is_managed (const struct nfdbus_bus *bus)
 }
 
 dbus_bool_t
-bus_afbus_kernel_tracks_replies (void)
+bus_afbus_kernel_tracks_replies (BusContext *context)
 {
-  return kernel_replies;
+  return match_of (context)->kernel_replies;
 }
 
 /* The daemon's limits as the kernel takes them. */
@@ -274,21 +312,24 @@ set_bus (BusContext              *context,
          const struct nfdbus_bus *bus)
 {
   const dbus_uint32_t flags = NFDBUS_BUS_CHECK_SENDER | NFDBUS_BUS_POLICY;
+  BusAfbusMatch *match = match_of (context);
+  struct nfdbus *nfdbus = match->nfdbus;
   int err;
 
-  if (kernel_replies)
+  if (match->kernel_replies)
     {
       err = nfdbus_set_bus (nfdbus, bus, flags | NFDBUS_BUS_REPLIES,
                             kernel_max_replies (context),
                             kernel_reply_timeout (context));
-      if (err != -EINVAL || kernel_replies_known)
+      if (err != -EINVAL || match->kernel_replies_known)
         {
-          kernel_replies_known = kernel_replies_known || err == 0;
+          match->kernel_replies_known = match->kernel_replies_known ||
+            err == 0;
           return err;
         }
       /* an nfdbus older than reply tracking refuses the flag */
-      kernel_replies = FALSE;
-      kernel_replies_known = TRUE;
+      match->kernel_replies = FALSE;
+      match->kernel_replies_known = TRUE;
       bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
                        "The kernel does not track replies on AF_BUS buses"
                        " (nfdbus: %s%s%s): AF_BUS clients can send each"
@@ -334,7 +375,7 @@ bus_afbus_check_kernel (BusContext *context,
                       "Cannot read the address of the AF_BUS bus: %s",
                       _dbus_strerror (errno));
     }
-  else if (bus_afbus_nfdbus (&tmp_error) != NULL)
+  else if (bus_afbus_nfdbus (context, &tmp_error) != NULL)
     {
       err = set_bus (context, &bus);
       if (err == 0)
@@ -344,12 +385,13 @@ bus_afbus_check_kernel (BusContext *context,
           if (copy != NULL)
             {
               *copy = bus;
-              if (!_dbus_list_append (&managed_buses, copy))
+              if (!_dbus_list_append (&match_of (context)->managed_buses,
+                                      copy))
                 dbus_free (copy);
             }
           return TRUE;
         }
-      bus_afbus_nfdbus_error (&tmp_error, -err,
+      bus_afbus_nfdbus_error (context, &tmp_error, -err,
                               "the kernel does not take charge of the bus");
     }
 
@@ -388,11 +430,14 @@ dbus_bool_t
 bus_afbus_match_manage (DBusConnection *connection,
                         DBusError      *error)
 {
+  BusContext *context = bus_connection_get_context (connection);
+  BusAfbusMatch *match = match_of (context);
   struct nfdbus_bus bus, *copy;
   dbus_uint64_t peer;
   int err;
 
-  if (!bus_afbus_connection_bus (connection, &bus, &peer) || bus_is_managed (&bus))
+  if (!bus_afbus_connection_bus (connection, &bus, &peer) ||
+      bus_is_managed (match, &bus))
     return TRUE;
 
   copy = dbus_new (struct nfdbus_bus, 1);
@@ -403,18 +448,18 @@ bus_afbus_match_manage (DBusConnection *connection,
     }
   *copy = bus;
 
-  if (bus_afbus_nfdbus (error) == NULL)
+  if (bus_afbus_nfdbus (context, error) == NULL)
     goto failed;
 
-  err = set_bus (bus_connection_get_context (connection), &bus);
+  err = set_bus (context, &bus);
   if (err < 0)
     {
-      bus_afbus_nfdbus_error (error, -err,
+      bus_afbus_nfdbus_error (context, error, -err,
                         "Cannot make the kernel filter the bus's signals and check their senders");
       goto failed;
     }
 
-  if (!_dbus_list_append (&managed_buses, copy))
+  if (!_dbus_list_append (&match->managed_buses, copy))
     {
       /* The flags stay, harmless: we try again with the next client. */
       BUS_SET_OOM (error);
@@ -440,37 +485,41 @@ bus_afbus_match_set_monitor (DBusConnection *connection,
                              DBusError      *error)
 {
   BusContext *context = bus_connection_get_context (connection);
+  BusAfbusMatch *match = match_of (context);
+  struct nfdbus *nfdbus;
   struct nfdbus_bus bus;
   dbus_uint64_t peer;
   int err;
 
-  if (!kernel_replies || !kernel_peer_flags ||
+  if (!match->kernel_replies || !match->kernel_peer_flags ||
       !bus_afbus_connection_bus (connection, &bus, &peer))
     return TRUE;
 
-  if (nfdbus == NULL)
+  if (match->nfdbus == NULL)
     {
       if (!monitor)
         return TRUE;
-      if (bus_afbus_nfdbus (error) == NULL)
+      if (bus_afbus_nfdbus (context, error) == NULL)
         return FALSE;
     }
+  nfdbus = match->nfdbus;
 
   err = nfdbus_set_peer (nfdbus, &bus, peer,
                          monitor ? NFDBUS_PEER_MONITOR : 0);
   if (err == 0)
     {
-      kernel_peer_flags_known = TRUE;
+      match->kernel_peer_flags_known = TRUE;
       _dbus_verbose ("nfdbus: %s is %sa monitor\n",
                      bus_connection_get_name (connection),
                      monitor ? "" : "not ");
       return TRUE;
     }
 
-  if ((err == -EOPNOTSUPP || err == -EINVAL) && !kernel_peer_flags_known)
+  if ((err == -EOPNOTSUPP || err == -EINVAL) &&
+      !match->kernel_peer_flags_known)
     {
       /* an nfdbus older than NFDBUS_CMD_SET_PEER */
-      kernel_peer_flags = FALSE;
+      match->kernel_peer_flags = FALSE;
       bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
                        "The kernel cannot tell monitors from other AF_BUS"
                        " clients (nfdbus: %s%s%s): with a monitor on the"
@@ -492,7 +541,7 @@ bus_afbus_match_set_monitor (DBusConnection *connection,
       return TRUE;
     }
 
-  return bus_afbus_nfdbus_error (error, -err,
+  return bus_afbus_nfdbus_error (context, error, -err,
                                  "The kernel cannot mark the monitor");
 }
 
@@ -522,7 +571,8 @@ kernel_rule (BusMatchRule   *rule,
  * (bus_match_rule_unref() gives it back), so that the name keeps the
  * address the kernel's copy of the rule names.  FALSE if no memory. */
 static dbus_bool_t
-rule_sender_addr (BusMatchRule  *rule,
+rule_sender_addr (BusAfbusNames *names,
+                  BusMatchRule  *rule,
                   dbus_uint64_t *addr,
                   dbus_bool_t   *has_addr,
                   DBusError     *error)
@@ -536,10 +586,10 @@ rule_sender_addr (BusMatchRule  *rule,
   if (sender[0] == ':')
     *has_addr = _dbus_afbus_addr_from_unique_name (sender, addr);
   else if (bus_match_rule_get_afbus_holds_name (rule))
-    *has_addr = bus_afbus_name_addr (sender, addr);
-  else if (bus_afbus_name_addr_ref (sender, addr))
+    *has_addr = bus_afbus_name_addr (names, sender, addr);
+  else if (bus_afbus_name_addr_ref (names, sender, addr))
     {
-      bus_match_rule_set_afbus_holds_name (rule);
+      bus_match_rule_set_afbus_holds_name (rule, names);
       *has_addr = TRUE;
     }
   else
@@ -555,6 +605,9 @@ bus_afbus_add_match (DBusConnection *connection,
                      BusMatchRule   *rule,
                      DBusError      *error)
 {
+  BusContext *context = bus_connection_get_context (connection);
+  BusAfbus *afbus = bus_context_get_afbus (context);
+  struct nfdbus *nfdbus;
   struct nfdbus_bus bus;
   dbus_uint64_t peer, sender_addr;
   dbus_bool_t has_sender_addr;
@@ -567,8 +620,9 @@ bus_afbus_add_match (DBusConnection *connection,
   if (!kernel_rule (rule, &text, error))
     return !dbus_error_is_set (error);
 
-  if (!rule_sender_addr (rule, &sender_addr, &has_sender_addr, error) ||
-      bus_afbus_nfdbus (error) == NULL)
+  if (!rule_sender_addr (afbus->names, rule, &sender_addr, &has_sender_addr,
+                         error) ||
+      (nfdbus = bus_afbus_nfdbus (context, error)) == NULL)
     {
       dbus_free (text);
       return FALSE;
@@ -577,7 +631,8 @@ bus_afbus_add_match (DBusConnection *connection,
   err = nfdbus_add_match (nfdbus, &bus, peer, text,
                           has_sender_addr ? &sender_addr : NULL);
   if (err < 0)
-    bus_afbus_nfdbus_error (error, -err, "The kernel does not take the match rule");
+    bus_afbus_nfdbus_error (context, error, -err,
+                            "The kernel does not take the match rule");
   else
     _dbus_verbose ("nfdbus: %s for %s\n", text,
                    bus_connection_get_name (connection));
@@ -590,6 +645,8 @@ void
 bus_afbus_remove_match (DBusConnection *connection,
                         BusMatchRule   *rule)
 {
+  struct nfdbus *nfdbus =
+    match_of (bus_connection_get_context (connection))->nfdbus;
   DBusError error = DBUS_ERROR_INIT;
   struct nfdbus_bus bus;
   dbus_uint64_t peer;
@@ -622,6 +679,8 @@ bus_afbus_remove_match (DBusConnection *connection,
 void
 bus_afbus_match_flush (DBusConnection *connection)
 {
+  struct nfdbus *nfdbus =
+    match_of (bus_connection_get_context (connection))->nfdbus;
   struct nfdbus_bus bus;
   dbus_uint64_t peer;
   int err;
@@ -637,6 +696,23 @@ bus_afbus_match_flush (DBusConnection *connection)
 }
 
 #else /* !DBUS_HAVE_AFBUS */
+
+struct BusAfbusMatch
+{
+  int unused;
+};
+
+BusAfbusMatch *
+bus_afbus_match_new (void)
+{
+  return dbus_new0 (BusAfbusMatch, 1);
+}
+
+void
+bus_afbus_match_free (BusAfbusMatch *match)
+{
+  dbus_free (match);
+}
 
 dbus_bool_t
 bus_afbus_check_kernel (BusContext *context,

@@ -24,7 +24,10 @@
 #include "bus.h"
 #include "connection.h"
 #include "signals.h"
+#include "bus-afbus-state.h"
 
+BusAfbusMatch *bus_afbus_match_new (void);
+void        bus_afbus_match_free   (BusAfbusMatch  *match);
 dbus_bool_t bus_afbus_match_manage (DBusConnection *connection,
                                     DBusError      *error);
 /* Opens the netlink socket to the kernel's match rules and policy now if
@@ -39,8 +42,10 @@ dbus_bool_t bus_afbus_check_kernel (BusContext *context,
 #ifdef DBUS_HAVE_AFBUS
 struct nfdbus;
 struct nfdbus_bus;
-struct nfdbus *bus_afbus_nfdbus         (DBusError         *error);
-dbus_bool_t    bus_afbus_nfdbus_error   (DBusError         *error,
+struct nfdbus *bus_afbus_nfdbus         (BusContext        *context,
+                                         DBusError         *error);
+dbus_bool_t    bus_afbus_nfdbus_error   (BusContext        *context,
+                                         DBusError         *error,
                                          int                err,
                                          const char        *what);
 dbus_bool_t    bus_afbus_connection_bus (DBusConnection    *connection,
@@ -49,7 +54,7 @@ dbus_bool_t    bus_afbus_connection_bus (DBusConnection    *connection,
 /* Whether the kernel tracks replies on the daemon's buses
  * (NFDBUS_BUS_REPLIES): TRUE until a kernel without it refused the flag,
  * which happens when the first client joins, before its policy is made. */
-dbus_bool_t    bus_afbus_kernel_tracks_replies (void);
+dbus_bool_t    bus_afbus_kernel_tracks_replies (BusContext *context);
 #endif
 dbus_bool_t bus_afbus_add_match    (DBusConnection *connection,
                                     BusMatchRule   *rule,

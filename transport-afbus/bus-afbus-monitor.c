@@ -130,15 +130,41 @@ typedef struct
   dbus_uint32_t      drops;       /**< SO_RXQ_OVFL: copies dropped so far */
 } BusAfbusTap;
 
-static BusAfbusTap *tap = NULL;
-/* DBusConnection *: the monitors, each once */
-static DBusList *monitors = NULL;
-/* DBusConnection *: the eavesdroppers, once per eavesdropping rule */
-static DBusList *eavesdroppers = NULL;
-/* The tap's own captures are under way. */
-static dbus_bool_t replaying = FALSE;
+/* The monitors and eavesdroppers, and the tap (bus-afbus-state.h). */
+struct BusAfbusMonitor
+{
+  BusAfbusTap *tap;             /**< NULL while nobody needs it */
+  DBusList *monitors;           /**< DBusConnection *: each once */
+  DBusList *eavesdroppers;      /**< DBusConnection *: once per
+                                 *   eavesdropping rule */
+  dbus_bool_t replaying;        /**< the tap's own captures are under way */
+};
 
-static void tap_close (void);
+static void tap_close (BusAfbusMonitor *m);
+
+BusAfbusMonitor *
+bus_afbus_monitor_new (void)
+{
+  return dbus_new0 (BusAfbusMonitor, 1);
+}
+
+/* Every monitor and eavesdropper has left by now, and the tap closed
+ * with the last (bus_afbus_connection_closed()). */
+void
+bus_afbus_monitor_free (BusAfbusMonitor *m)
+{
+  _dbus_assert (m->monitors == NULL && m->eavesdroppers == NULL);
+  _dbus_list_clear (&m->monitors);
+  _dbus_list_clear (&m->eavesdroppers);
+  tap_close (m);
+  dbus_free (m);
+}
+
+static BusAfbusMonitor *
+monitor_of (BusContext *context)
+{
+  return bus_context_get_afbus (context)->monitor;
+}
 
 /* Closes each connection of @list that is still connected (an
  * eavesdropper is on it once per rule); returns how many it closed.
@@ -170,9 +196,10 @@ static void
 monitors_lost (BusContext *context,
                const char *why)
 {
-  int n = close_all (&monitors);
+  BusAfbusMonitor *m = monitor_of (context);
+  int n = close_all (&m->monitors);
 
-  n += close_all (&eavesdroppers);
+  n += close_all (&m->eavesdroppers);
   if (n > 0)
     bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
                      "Disconnected the monitors and eavesdroppers of the"
@@ -225,13 +252,14 @@ is_to_daemon (DBusMessage *message)
 
 /* The monitor at @addr, or NULL. */
 static DBusConnection *
-monitor_at (dbus_uint64_t addr)
+monitor_at (BusAfbusMonitor *m,
+            dbus_uint64_t    addr)
 {
   DBusList *link;
   dbus_uint64_t a;
 
-  for (link = _dbus_list_get_first_link (&monitors); link != NULL;
-       link = _dbus_list_get_next_link (&monitors, link))
+  for (link = _dbus_list_get_first_link (&m->monitors); link != NULL;
+       link = _dbus_list_get_next_link (&m->monitors, link))
     if (bus_afbus_connection_addr (link->data, &a) && a == addr)
       return link->data;
 
@@ -245,6 +273,7 @@ replay (BusAfbusTap *t,
         DBusMessage *message)
 {
   const char *name = _dbus_string_get_const_data (&t->name);
+  BusAfbusMonitor *m = monitor_of (t->context);
   DBusError error = DBUS_ERROR_INIT;
   BusTransaction *transaction;
   DBusConnection *monitor, *sender, *recipient;
@@ -265,7 +294,7 @@ replay (BusAfbusTap *t,
    * refused anything else (it has no policy: bus_afbus_policy_monitor()),
    * and the daemon closes it here, as dbus-daemon would have.  (A
    * monitor has lost even its unique name.) */
-  monitor = monitor_at (t->source);
+  monitor = monitor_at (m, t->source);
   if (monitor != NULL)
     {
       if (!is_to_daemon (message) && dbus_connection_get_is_connected (monitor))
@@ -293,17 +322,17 @@ replay (BusAfbusTap *t,
   if (transaction == NULL)
     goto oom;
 
-  replaying = TRUE;
+  m->replaying = TRUE;
   if (!bus_transaction_capture (transaction, sender, recipient, message))
     {
-      replaying = FALSE;
+      m->replaying = FALSE;
       bus_transaction_cancel_and_free (transaction);
       goto oom;
     }
 
   /* The kernel gave it to its recipient; the eavesdroppers get it from
    * here.  What was queued for some before a failure still goes. */
-  if (bus_afbus_monitor_eavesdrop_from_tap (sender, message) &&
+  if (bus_afbus_monitor_eavesdrop_from_tap (t->context, sender, message) &&
       !bus_dispatch_match_recipients (transaction, sender, recipient,
                                       message, &error))
     {
@@ -312,7 +341,7 @@ replay (BusAfbusTap *t,
                        name, error.message);
       dbus_error_free (&error);
     }
-  replaying = FALSE;
+  m->replaying = FALSE;
 
   bus_transaction_execute_and_free (transaction);
   return;
@@ -373,7 +402,7 @@ reset_loader (BusAfbusTap *t)
 /* Handles the next message of the tap: 1 if there was one, 0 if none
  * is left, -1 if the tap failed (it is closed then). */
 static int
-tap_read_one (void)
+tap_read_one (BusAfbusMonitor *m)
 {
   union {
     struct cmsghdr hdr;
@@ -382,7 +411,7 @@ tap_read_one (void)
   struct sockaddr_bus sa;
   struct cmsghdr *cm;
   struct msghdr msg;
-  BusAfbusTap *t = tap;
+  BusAfbusTap *t = m->tap;
   DBusMessage *message, *extra;
   dbus_uint64_t source;
   dbus_bool_t whole;
@@ -412,14 +441,14 @@ tap_read_one (void)
        * ends the tap too; the monitors lose nothing they could get. */
       if (server == NULL || !dbus_server_get_is_connected (server))
         {
-          tap_close ();
+          tap_close (m);
           return -1;
         }
 
       snprintf (why, sizeof (why), "the kernel's copy of the bus failed: %s",
                 len < 0 ? _dbus_strerror (errno) : "end of file");
       monitors_lost (t->context, why);
-      tap_close ();
+      tap_close (m);
       return -1;
     }
 
@@ -448,7 +477,8 @@ tap_read_one (void)
   _dbus_string_set_length (&t->name, 0);
   if (source == DBUS_AFBUS_MASTER ||
       !_dbus_afbus_unique_name_from_addr (source, &t->name) ||
-      bus_afbus_legacy_is_relay (_dbus_string_get_const_data (&t->name)))
+      bus_afbus_legacy_is_relay (t->context,
+                                 _dbus_string_get_const_data (&t->name)))
     {
       /* The daemon's and legacy clients' messages: it captured them
        * itself.  (Without memory for the name, a client's is lost.)  The
@@ -477,7 +507,7 @@ tap_read_one (void)
       if (!reset_loader (t))
         {
           monitors_lost (t->context, "no memory");
-          tap_close ();
+          tap_close (m);
           return -1;
         }
       return 1;
@@ -495,7 +525,7 @@ tap_read_one (void)
       if (!reset_loader (t))
         {
           monitors_lost (t->context, "no memory");
-          tap_close ();
+          tap_close (m);
           return -1;
         }
       return 1;
@@ -512,10 +542,12 @@ tap_read_one (void)
 void
 bus_afbus_monitor_drain (BusContext *context)
 {
-  if (replaying)
+  BusAfbusMonitor *m = monitor_of (context);
+
+  if (m->replaying)
     return;
 
-  while (tap != NULL && tap_read_one () > 0)
+  while (m->tap != NULL && tap_read_one (m) > 0)
     ;
 }
 
@@ -524,10 +556,11 @@ tap_watch (DBusWatch    *watch,
            unsigned int  flags,
            void         *data)
 {
+  BusAfbusMonitor *m = data;
   int i;
 
-  for (i = 0; i < TAP_READS_PER_WAKEUP && tap != NULL; i++)
-    if (tap_read_one () <= 0)
+  for (i = 0; i < TAP_READS_PER_WAKEUP && m->tap != NULL; i++)
+    if (tap_read_one (m) <= 0)
       break;
 
   return TRUE;
@@ -535,24 +568,28 @@ tap_watch (DBusWatch    *watch,
 
 /* With neither monitors nor eavesdroppers left, nobody needs the tap. */
 static void
-tap_close_if_unused (void)
+tap_close_if_unused (BusAfbusMonitor *m)
 {
-  if (monitors == NULL && eavesdroppers == NULL)
-    tap_close ();
+  if (m->monitors == NULL && m->eavesdroppers == NULL)
+    tap_close (m);
 }
 
 static void
-tap_close (void)
+tap_close (BusAfbusMonitor *m)
 {
-  BusAfbusTap *t = tap;
+  BusAfbusTap *t = m->tap;
+  DBusLoop *loop;
 
   if (t == NULL)
     return;
-  tap = NULL;
+  m->tap = NULL;
 
   if (t->watch != NULL)
     {
-      _dbus_loop_remove_watch (bus_context_get_loop (t->context), t->watch);
+      /* (none once the daemon is finalizing its context) */
+      loop = bus_context_get_loop (t->context);
+      if (loop != NULL)
+        _dbus_loop_remove_watch (loop, t->watch);
       _dbus_watch_invalidate (t->watch);
       _dbus_watch_unref (t->watch);
     }
@@ -571,11 +608,12 @@ static dbus_bool_t
 tap_open (BusContext *context,
           DBusError  *error)
 {
+  BusAfbusMonitor *m = monitor_of (context);
   DBusServer *server = bus_afbus_server (context);
   BusAfbusTap *t;
   int qlen = bus_context_get_max_afbus_monitor_queue (context), one = 1;
 
-  if (tap != NULL || server == NULL)
+  if (m->tap != NULL || server == NULL)
     return TRUE;
 
   t = dbus_new0 (BusAfbusTap, 1);
@@ -593,7 +631,7 @@ tap_open (BusContext *context,
       BUS_SET_OOM (error);
       return FALSE;
     }
-  tap = t;
+  m->tap = t;
 
   if (!_dbus_server_afbus_connect_self (server, &t->client, &t->accepted,
                                         error))
@@ -613,7 +651,7 @@ tap_open (BusContext *context,
 
   t->loader = _dbus_message_loader_new ();
   t->watch = _dbus_watch_new (t->client.fd, DBUS_WATCH_READABLE, TRUE,
-                              tap_watch, NULL, NULL);
+                              tap_watch, m, NULL);
   if (t->loader == NULL || t->watch == NULL ||
       !_dbus_loop_add_watch (bus_context_get_loop (context), t->watch))
     {
@@ -631,7 +669,7 @@ tap_open (BusContext *context,
   return TRUE;
 
  failed:
-  tap_close ();
+  tap_close (m);
   return FALSE;
 }
 
@@ -644,8 +682,9 @@ bus_afbus_monitor_add (DBusConnection *monitor,
                        DBusError      *error)
 {
   BusContext *context = bus_connection_get_context (monitor);
+  BusAfbusMonitor *m = monitor_of (context);
 
-  if (!_dbus_list_append (&monitors, monitor))
+  if (!_dbus_list_append (&m->monitors, monitor))
     {
       BUS_SET_OOM (error);
       return FALSE;
@@ -653,7 +692,7 @@ bus_afbus_monitor_add (DBusConnection *monitor,
 
   if (!tap_open (context, error))
     {
-      _dbus_list_remove_last (&monitors, monitor);
+      _dbus_list_remove_last (&m->monitors, monitor);
       return FALSE;
     }
 
@@ -684,15 +723,17 @@ bus_afbus_monitor_add (DBusConnection *monitor,
 void
 bus_afbus_monitor_remove (DBusConnection *monitor)
 {
+  BusAfbusMonitor *m = monitor_of (bus_connection_get_context (monitor));
+
   /* A monitor that leaves takes its mark along; one that did not become
    * a monitor after all (no memory) loses it. */
-  if (_dbus_list_remove_last (&monitors, monitor) &&
+  if (_dbus_list_remove_last (&m->monitors, monitor) &&
       dbus_connection_get_is_connected (monitor))
     {
       bus_afbus_match_set_monitor (monitor, FALSE, NULL);
       bus_afbus_policy_join (monitor, NULL);
     }
-  tap_close_if_unused ();
+  tap_close_if_unused (m);
 }
 
 /**
@@ -717,11 +758,12 @@ bus_afbus_monitor_add_eavesdropper (DBusConnection *connection,
                                     DBusError      *error)
 {
   BusContext *context = bus_connection_get_context (connection);
+  BusAfbusMonitor *m = monitor_of (context);
 
   if (!bus_match_rule_get_client_is_eavesdropping (rule))
     return TRUE;
 
-  if (!_dbus_list_append (&eavesdroppers, connection))
+  if (!_dbus_list_append (&m->eavesdroppers, connection))
     {
       BUS_SET_OOM (error);
       return FALSE;
@@ -744,11 +786,13 @@ void
 bus_afbus_monitor_remove_eavesdropper (DBusConnection *connection,
                                        BusMatchRule   *rule)
 {
+  BusAfbusMonitor *m = monitor_of (bus_connection_get_context (connection));
+
   if (!bus_match_rule_get_client_is_eavesdropping (rule))
     return;
 
-  _dbus_list_remove_last (&eavesdroppers, connection);
-  tap_close_if_unused ();
+  _dbus_list_remove_last (&m->eavesdroppers, connection);
+  tap_close_if_unused (m);
 }
 
 /**
@@ -757,9 +801,11 @@ bus_afbus_monitor_remove_eavesdropper (DBusConnection *connection,
 void
 bus_afbus_monitor_drop_eavesdropper (DBusConnection *connection)
 {
-  while (_dbus_list_remove (&eavesdroppers, connection))
+  BusAfbusMonitor *m = monitor_of (bus_connection_get_context (connection));
+
+  while (_dbus_list_remove (&m->eavesdroppers, connection))
     ;
-  tap_close_if_unused ();
+  tap_close_if_unused (m);
 }
 
 /**
@@ -768,10 +814,13 @@ bus_afbus_monitor_drop_eavesdropper (DBusConnection *connection)
  * it dispatches the message itself (sent to it, or to forward).
  */
 dbus_bool_t
-bus_afbus_monitor_eavesdrop_from_tap (DBusConnection *sender,
+bus_afbus_monitor_eavesdrop_from_tap (BusContext     *context,
+                                      DBusConnection *sender,
                                       DBusMessage    *message)
 {
-  return tap != NULL && eavesdroppers != NULL &&
+  BusAfbusMonitor *m = monitor_of (context);
+
+  return m->tap != NULL && m->eavesdroppers != NULL &&
     dbus_message_get_destination (message) != NULL &&
     sends_through_kernel (sender);
 }
@@ -787,13 +836,15 @@ bus_afbus_monitor_before_capture (BusContext     *context,
                                   DBusConnection *sender,
                                   DBusMessage    *message)
 {
-  if (replaying)
+  BusAfbusMonitor *m = monitor_of (context);
+
+  if (m->replaying)
     return TRUE;
 
   if (sender == NULL && is_daemon_afbus_signal (message))
     return FALSE;
 
-  if (tap == NULL)
+  if (m->tap == NULL)
     return TRUE;
 
   if (sends_through_kernel (sender))
@@ -804,6 +855,23 @@ bus_afbus_monitor_before_capture (BusContext     *context,
 }
 
 #else /* !DBUS_HAVE_AFBUS */
+
+struct BusAfbusMonitor
+{
+  int unused;
+};
+
+BusAfbusMonitor *
+bus_afbus_monitor_new (void)
+{
+  return dbus_new0 (BusAfbusMonitor, 1);
+}
+
+void
+bus_afbus_monitor_free (BusAfbusMonitor *m)
+{
+  dbus_free (m);
+}
 
 dbus_bool_t
 bus_afbus_monitor_add (DBusConnection *monitor,
@@ -842,7 +910,8 @@ bus_afbus_monitor_drop_eavesdropper (DBusConnection *connection)
 }
 
 dbus_bool_t
-bus_afbus_monitor_eavesdrop_from_tap (DBusConnection *sender,
+bus_afbus_monitor_eavesdrop_from_tap (BusContext     *context,
+                                      DBusConnection *sender,
                                       DBusMessage    *message)
 {
   return FALSE;

@@ -23,7 +23,10 @@
 #include <dbus/dbus.h>
 #include "connection.h"
 #include "signals.h"
+#include "bus-afbus-state.h"
 
+BusAfbusMonitor *bus_afbus_monitor_new           (void);
+void        bus_afbus_monitor_free                (BusAfbusMonitor *m);
 dbus_bool_t bus_afbus_monitor_add                 (DBusConnection *monitor,
                                                    DBusError      *error);
 void        bus_afbus_monitor_remove              (DBusConnection *monitor);
@@ -34,7 +37,8 @@ dbus_bool_t bus_afbus_monitor_add_eavesdropper    (DBusConnection *connection,
 void        bus_afbus_monitor_remove_eavesdropper (DBusConnection *connection,
                                                    BusMatchRule   *rule);
 void        bus_afbus_monitor_drop_eavesdropper   (DBusConnection *connection);
-dbus_bool_t bus_afbus_monitor_eavesdrop_from_tap  (DBusConnection *sender,
+dbus_bool_t bus_afbus_monitor_eavesdrop_from_tap  (BusContext     *context,
+                                                   DBusConnection *sender,
                                                    DBusMessage    *message);
 void        bus_afbus_monitor_drain               (BusContext     *context);
 dbus_bool_t bus_afbus_monitor_before_capture      (BusContext     *context,

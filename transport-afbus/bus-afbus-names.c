@@ -27,6 +27,7 @@
 #include <dbus/dbus-server-afbus.h>
 
 #include "bus.h"
+#include "bus-afbus-state.h"
 #include "services.h"
 #include "utils.h"
 
@@ -52,6 +53,32 @@
  * This file depends on no other part of the daemon's AF_BUS code; they
  * all use it.
  */
+
+/* The well-known names' addresses (bus-afbus-state.h). */
+struct BusAfbusNames
+{
+  DBusHashTable *addrs;         /**< name -> NameAddr *, NULL until the
+                                 *   first */
+  dbus_uint64_t next_client;    /**< client part of the next address */
+};
+
+BusAfbusNames *
+bus_afbus_names_new (void)
+{
+  BusAfbusNames *names = dbus_new0 (BusAfbusNames, 1);
+
+  if (names != NULL)
+    names->next_client = 1;
+  return names;
+}
+
+void
+bus_afbus_names_free (BusAfbusNames *names)
+{
+  if (names->addrs != NULL)
+    _dbus_hash_table_unref (names->addrs);
+  dbus_free (names);
+}
 
 /* The connection that owns the unique or well-known name @name, if any. */
 DBusConnection *
@@ -349,43 +376,42 @@ typedef struct
   dbus_bool_t pinned;     /**< the bus policy names it */
 } NameAddr;
 
-/* name -> NameAddr * */
-static DBusHashTable *name_addrs = NULL;
-static dbus_uint64_t next_name_client = 1;
-
 /* The entry of a well-known name; a new one, with a new address, if
  * @create.  NULL if there is none, or no memory. */
 static NameAddr *
-name_addr_get (const char  *name,
-               dbus_bool_t  create)
+name_addr_get (BusAfbusNames *names,
+               const char    *name,
+               dbus_bool_t    create)
 {
   NameAddr *value;
   char *key;
 
-  if (name_addrs == NULL)
+  if (names->addrs == NULL)
     {
       if (!create)
         return NULL;
-      name_addrs = _dbus_hash_table_new (DBUS_HASH_STRING, dbus_free, dbus_free);
-      if (name_addrs == NULL)
+      names->addrs = _dbus_hash_table_new (DBUS_HASH_STRING, dbus_free,
+                                           dbus_free);
+      if (names->addrs == NULL)
         return NULL;
     }
 
-  value = _dbus_hash_table_lookup_string (name_addrs, name);
-  if (value != NULL || !create || next_name_client >= BUS_CLIENT_MASK)
+  value = _dbus_hash_table_lookup_string (names->addrs, name);
+  if (value != NULL || !create || names->next_client >= BUS_CLIENT_MASK)
     return value;
 
   key = _dbus_strdup (name);
   value = dbus_new0 (NameAddr, 1);
   if (key == NULL || value == NULL ||
-      !_dbus_hash_table_insert_string (name_addrs, key, value))
+      !_dbus_hash_table_insert_string (names->addrs, key, value))
     {
       dbus_free (key);
       dbus_free (value);
       return NULL;
     }
 
-  value->addr = (DBUS_AFBUS_NAME_PREFIX << BUS_PREFIX_SHIFT) | next_name_client++;
+  value->addr = (DBUS_AFBUS_NAME_PREFIX << BUS_PREFIX_SHIFT) |
+    names->next_client++;
   _dbus_verbose ("name %s has AF_BUS address %016" PRIx64 "\n", name,
                  value->addr);
   return value;
@@ -393,23 +419,25 @@ name_addr_get (const char  *name,
 
 /* Drops @value, the entry of @name, if nothing refers to it any more. */
 static void
-name_addr_release (const char *name,
-                   NameAddr   *value)
+name_addr_release (BusAfbusNames *names,
+                   const char    *name,
+                   NameAddr      *value)
 {
   if (value->refs == 0 && !value->owned && !value->pinned)
     {
       _dbus_verbose ("name %s gives up AF_BUS address %016" PRIx64 "\n",
                      name, value->addr);
-      _dbus_hash_table_remove_string (name_addrs, name);
+      _dbus_hash_table_remove_string (names->addrs, name);
     }
 }
 
 /* The address of a well-known name, if it has one. */
 dbus_bool_t
-bus_afbus_name_addr (const char    *name,
+bus_afbus_name_addr (BusAfbusNames *names,
+                     const char    *name,
                      dbus_uint64_t *addr)
 {
-  NameAddr *value = name_addr_get (name, FALSE);
+  NameAddr *value = name_addr_get (names, name, FALSE);
 
   if (value == NULL)
     return FALSE;
@@ -421,11 +449,12 @@ bus_afbus_name_addr (const char    *name,
  * (@pin: for as long as the daemon runs), or by one more kernel match
  * rule.  FALSE if no memory. */
 static dbus_bool_t
-name_addr_hold (const char    *name,
+name_addr_hold (BusAfbusNames *names,
+                const char    *name,
                 dbus_bool_t    pin,
                 dbus_uint64_t *addr)
 {
-  NameAddr *value = name_addr_get (name, TRUE);
+  NameAddr *value = name_addr_get (names, name, TRUE);
 
   if (value == NULL)
     return FALSE;
@@ -439,31 +468,34 @@ name_addr_hold (const char    *name,
 
 /* The address of a well-known name that the bus policy names. */
 dbus_bool_t
-bus_afbus_name_addr_pin (const char    *name,
+bus_afbus_name_addr_pin (BusAfbusNames *names,
+                         const char    *name,
                          dbus_uint64_t *addr)
 {
-  return name_addr_hold (name, TRUE, addr);
+  return name_addr_hold (names, name, TRUE, addr);
 }
 
 /* The address of a well-known name that a kernel match rule names: it
  * stays until bus_afbus_name_addr_unref(). */
 dbus_bool_t
-bus_afbus_name_addr_ref (const char    *name,
+bus_afbus_name_addr_ref (BusAfbusNames *names,
+                         const char    *name,
                          dbus_uint64_t *addr)
 {
-  return name_addr_hold (name, FALSE, addr);
+  return name_addr_hold (names, name, FALSE, addr);
 }
 
 void
-bus_afbus_name_addr_unref (const char *name)
+bus_afbus_name_addr_unref (BusAfbusNames *names,
+                           const char    *name)
 {
-  NameAddr *value = name_addr_get (name, FALSE);
+  NameAddr *value = name_addr_get (names, name, FALSE);
 
   _dbus_assert (value != NULL && value->refs > 0);
   if (value == NULL || value->refs == 0)
     return;
   value->refs--;
-  name_addr_release (name, value);
+  name_addr_release (names, name, value);
 }
 
 static dbus_bool_t
@@ -503,6 +535,7 @@ set_addr (DBusConnection *connection,
 
 typedef struct
 {
+  BusAfbusNames *names;
   DBusConnection *removed_from;   /**< the address was taken from it */
   DBusConnection *added_to;       /**< the address was given to it */
   dbus_uint64_t addr;
@@ -518,7 +551,7 @@ static void
 addr_move_free (void *data)
 {
   AddrMove *move = data;
-  NameAddr *value = name_addr_get (move->name, FALSE);
+  NameAddr *value = name_addr_get (move->names, move->name, FALSE);
 
   if (value != NULL)
     {
@@ -526,7 +559,7 @@ addr_move_free (void *data)
         value->owned = move->was_owned;
       else
         value->owned = (move->added_to != NULL);
-      name_addr_release (move->name, value);
+      name_addr_release (move->names, move->name, value);
     }
 
   if (move->removed_from != NULL)
@@ -576,6 +609,8 @@ bus_afbus_names_move (BusTransaction *transaction,
                       DBusConnection *new_conn,
                       DBusError      *error)
 {
+  BusContext *context = bus_transaction_get_context (transaction);
+  BusAfbusNames *names = bus_context_get_afbus (context)->names;
   AddrMove *move;
   NameAddr *value;
   dbus_uint64_t addr;
@@ -583,7 +618,7 @@ bus_afbus_names_move (BusTransaction *transaction,
   if (!bus_afbus_connection_is_afbus (new_conn))
     new_conn = NULL;
 
-  value = name_addr_get (name, new_conn != NULL);
+  value = name_addr_get (names, name, new_conn != NULL);
   if (value == NULL)
     {
       if (new_conn != NULL)
@@ -601,10 +636,11 @@ bus_afbus_names_move (BusTransaction *transaction,
   if (move == NULL || (move->name = _dbus_strdup (name)) == NULL)
     {
       dbus_free (move);
-      name_addr_release (name, value);
+      name_addr_release (names, name, value);
       BUS_SET_OOM (error);
       return FALSE;
     }
+  move->names = names;
   move->addr = addr;
   move->was_owned = value->owned;
   /* Owned from now on, so that nothing releases the address before the
@@ -713,28 +749,32 @@ bus_afbus_connection_set_joined (DBusConnection *connection)
 }
 
 dbus_bool_t
-bus_afbus_name_addr (const char    *name,
+bus_afbus_name_addr (BusAfbusNames *names,
+                     const char    *name,
                      dbus_uint64_t *addr)
 {
   return FALSE;
 }
 
 dbus_bool_t
-bus_afbus_name_addr_pin (const char    *name,
+bus_afbus_name_addr_pin (BusAfbusNames *names,
+                         const char    *name,
                          dbus_uint64_t *addr)
 {
   return FALSE;
 }
 
 dbus_bool_t
-bus_afbus_name_addr_ref (const char    *name,
+bus_afbus_name_addr_ref (BusAfbusNames *names,
+                         const char    *name,
                          dbus_uint64_t *addr)
 {
   return FALSE;
 }
 
 void
-bus_afbus_name_addr_unref (const char *name)
+bus_afbus_name_addr_unref (BusAfbusNames *names,
+                           const char    *name)
 {
 }
 

@@ -21,6 +21,7 @@
 #include <dbus/dbus.h>
 #include <dbus/dbus-string.h>
 #include "connection.h"
+#include "bus-afbus-state.h"
 
 DBusConnection *bus_afbus_owner           (BusContext     *context,
                                            const char     *name);
@@ -41,13 +42,19 @@ void        bus_afbus_connection_drop_pair (DBusConnection *connection);
 dbus_bool_t bus_afbus_connection_is_legacy (DBusConnection *connection);
 dbus_bool_t bus_afbus_connection_set_joined (DBusConnection *connection);
 
-dbus_bool_t bus_afbus_name_addr           (const char     *name,
+BusAfbusNames *bus_afbus_names_new         (void);
+void        bus_afbus_names_free          (BusAfbusNames  *names);
+dbus_bool_t bus_afbus_name_addr           (BusAfbusNames  *names,
+                                           const char     *name,
                                            dbus_uint64_t  *addr);
-dbus_bool_t bus_afbus_name_addr_pin       (const char     *name,
+dbus_bool_t bus_afbus_name_addr_pin       (BusAfbusNames  *names,
+                                           const char     *name,
                                            dbus_uint64_t  *addr);
-dbus_bool_t bus_afbus_name_addr_ref       (const char     *name,
+dbus_bool_t bus_afbus_name_addr_ref       (BusAfbusNames  *names,
+                                           const char     *name,
                                            dbus_uint64_t  *addr);
-void        bus_afbus_name_addr_unref     (const char     *name);
+void        bus_afbus_name_addr_unref     (BusAfbusNames  *names,
+                                           const char     *name);
 dbus_bool_t bus_afbus_names_move          (BusTransaction *transaction,
                                            const char     *name,
                                            DBusConnection *old_conn,

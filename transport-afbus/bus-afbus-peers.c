@@ -54,25 +54,50 @@
  *   max_match_rules_per_connection, and monitors do not see them.  A
  *   connection may watch at most DBUS_AFBUS_PEER_WATCH_SIZE names, as
  *   many as its library ever watches at once; one more is refused with
- *   LimitsExceeded.  A connection's watches end when it is freed.
+ *   LimitsExceeded.  A connection's watches end when it leaves
+ *   (bus_afbus_connection_closed()) or becomes a monitor.
  *
  * Each connection keeps the names it watches in its data; a table maps
  * each watched name to its watchers, so that a peer leaving costs one
  * message per watcher.
  */
 
+/* The watched names (bus-afbus-state.h). */
+struct BusAfbusPeers
+{
+  /* name (owned by the table) -> DBusList ** (owned by the table) of the
+   * watching connections (not referenced: a connection leaves the lists
+   * when it leaves the bus), NULL until the first watch */
+  DBusHashTable *watchers;
+};
+
 typedef struct
 {
+  BusAfbusPeers *peers;
   DBusConnection *connection;   /**< its connection (not referenced) */
   DBusList *names;              /**< char *: the names it watches */
   int n_names;
 } PeerWatches;
 
-/* name (owned by the table) -> DBusList ** (owned by the table) of the
- * watching connections (not referenced: a connection leaves the lists
- * when it is freed). */
-static DBusHashTable *watchers = NULL;
 static dbus_int32_t watches_slot = -1;
+
+BusAfbusPeers *
+bus_afbus_peers_new (void)
+{
+  return dbus_new0 (BusAfbusPeers, 1);
+}
+
+/* Every connection has left by now, its watches with it. */
+void
+bus_afbus_peers_free (BusAfbusPeers *peers)
+{
+  if (peers->watchers != NULL)
+    {
+      _dbus_assert (_dbus_hash_table_get_n_entries (peers->watchers) == 0);
+      _dbus_hash_table_unref (peers->watchers);
+    }
+  dbus_free (peers);
+}
 
 static DBusList *
 find_name (PeerWatches *w,
@@ -94,6 +119,7 @@ unwatch_link (PeerWatches *w,
               DBusList    *link)
 {
   char *name = link->data;
+  DBusHashTable *watchers = w->peers->watchers;
   DBusList **list = _dbus_hash_table_lookup_string (watchers, name);
 
   _dbus_list_remove (list, w->connection);
@@ -105,7 +131,7 @@ unwatch_link (PeerWatches *w,
   dbus_free (name);
 }
 
-/* The connection is freed: its watches end. */
+/* The connection's watches end. */
 static void
 peer_watches_free (void *data)
 {
@@ -120,6 +146,7 @@ static PeerWatches *
 get_watches (DBusConnection *connection,
              dbus_bool_t     create)
 {
+  BusAfbusPeers *peers;
   PeerWatches *w = NULL;
 
   if (watches_slot >= 0)
@@ -127,11 +154,12 @@ get_watches (DBusConnection *connection,
   if (w != NULL || !create)
     return w;
 
-  if (watchers == NULL)
+  peers = bus_context_get_afbus (bus_connection_get_context (connection))->peers;
+  if (peers->watchers == NULL)
     {
-      watchers = _dbus_hash_table_new (DBUS_HASH_STRING, dbus_free,
-                                       dbus_free);
-      if (watchers == NULL)
+      peers->watchers = _dbus_hash_table_new (DBUS_HASH_STRING, dbus_free,
+                                              dbus_free);
+      if (peers->watchers == NULL)
         return NULL;
     }
 
@@ -142,6 +170,7 @@ get_watches (DBusConnection *connection,
   w = dbus_new0 (PeerWatches, 1);
   if (w == NULL)
     return NULL;
+  w->peers = peers;
   w->connection = connection;
 
   if (!dbus_connection_set_data (connection, watches_slot, w,
@@ -160,6 +189,7 @@ static dbus_bool_t
 watch_add (PeerWatches *w,
            const char  *name)
 {
+  DBusHashTable *watchers = w->peers->watchers;
   DBusList **list;
   char *copy, *key;
 
@@ -330,7 +360,7 @@ bus_afbus_peers_handle_unwatch (DBusConnection *connection,
   return TRUE;
 }
 
-/* @connection's watches end (it became a monitor). */
+/* @connection's watches end (it left, or became a monitor). */
 void
 bus_afbus_peers_drop (DBusConnection *connection)
 {
@@ -343,6 +373,8 @@ bus_afbus_peers_gone (BusTransaction *transaction,
                       const char     *name,
                       DBusError      *error)
 {
+  BusContext *context = bus_transaction_get_context (transaction);
+  DBusHashTable *watchers = bus_context_get_afbus (context)->peers->watchers;
   DBusList **list, *link;
 
   if (watchers == NULL)

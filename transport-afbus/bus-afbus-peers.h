@@ -22,6 +22,10 @@
 
 #include <dbus/dbus.h>
 #include "connection.h"
+#include "bus-afbus-state.h"
+
+BusAfbusPeers *bus_afbus_peers_new         (void);
+void        bus_afbus_peers_free           (BusAfbusPeers  *peers);
 
 /* org.freedesktop.DBus.AF_BUS.WatchPeer (s name) and UnwatchPeer
  * (s name), handlers of the bus driver. */
@@ -34,9 +38,10 @@ dbus_bool_t bus_afbus_peers_handle_unwatch (DBusConnection *connection,
                                             DBusMessage    *message,
                                             DBusError      *error);
 
+/* @connection's watches end: it left, or became a monitor. */
+void        bus_afbus_peers_drop           (DBusConnection *connection);
 /* An owner of @name (a unique name, or a well-known name an AF_BUS
  * client owned) left the bus: PeerGone (name) to each of its watchers. */
-void        bus_afbus_peers_drop           (DBusConnection *connection);
 dbus_bool_t bus_afbus_peers_gone           (BusTransaction *transaction,
                                             const char     *name,
                                             DBusError      *error);

@@ -23,6 +23,7 @@
 #include "bus-afbus-monitor.h"
 #include "bus-afbus-peers.h"
 #include "bus-afbus-policy.h"
+#include "bus-afbus-state.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -86,7 +87,68 @@
  * handle of bus-afbus-match.c; bus-afbus-monitor.c uses all of these;
  * and this file, which ties them together around a client's life on
  * the bus (Hello, owner changes, Forwarded, its leaving), uses them all.
+ *
+ * What they keep for the whole bus is one BusAfbus, which the BusContext
+ * owns (bus_context_get_afbus()): a part for each file, which only that
+ * file looks inside (bus-afbus-state.h).  What they keep for one
+ * connection is in its data.  A connection that leaves takes what the
+ * daemon kept for it along (bus_afbus_connection_closed()), so nothing
+ * is left of it when the context goes.
  */
+
+/**
+ * The daemon's AF_BUS state, empty: bus_context_new() makes it before
+ * it reads the configuration.  NULL if no memory.
+ */
+BusAfbus *
+bus_afbus_new (void)
+{
+  BusAfbus *afbus = dbus_new0 (BusAfbus, 1);
+
+  if (afbus == NULL)
+    return NULL;
+
+  afbus->names = bus_afbus_names_new ();
+  afbus->match = bus_afbus_match_new ();
+  afbus->policy = bus_afbus_policy_new ();
+  afbus->peers = bus_afbus_peers_new ();
+  afbus->legacy = bus_afbus_legacy_new ();
+  afbus->monitor = bus_afbus_monitor_new ();
+  if (afbus->names == NULL || afbus->match == NULL ||
+      afbus->policy == NULL || afbus->peers == NULL ||
+      afbus->legacy == NULL || afbus->monitor == NULL)
+    {
+      bus_afbus_free (afbus);
+      return NULL;
+    }
+
+  return afbus;
+}
+
+/**
+ * Frees the daemon's AF_BUS state, once its connections have left and
+ * its match rules are gone (bus_context_unref()): the netlink socket
+ * closes; the kernel keeps the bus's policies and flags as long as the
+ * bus, which the daemon's listening socket holds.
+ */
+void
+bus_afbus_free (BusAfbus *afbus)
+{
+  if (afbus->monitor != NULL)
+    bus_afbus_monitor_free (afbus->monitor);
+  if (afbus->legacy != NULL)
+    bus_afbus_legacy_free (afbus->legacy);
+  if (afbus->peers != NULL)
+    bus_afbus_peers_free (afbus->peers);
+  if (afbus->policy != NULL)
+    bus_afbus_policy_free (afbus->policy);
+  if (afbus->match != NULL)
+    bus_afbus_match_free (afbus->match);
+  if (afbus->names != NULL)
+    bus_afbus_names_free (afbus->names);
+  dbus_free (afbus->skipped_listen);
+  dbus_free (afbus);
+}
 
 /**
  * The addresses the daemon listens on when it is given --address: that
@@ -168,11 +230,6 @@ bus_afbus_rule_removed (DBusConnection *connection,
 
 #ifdef DBUS_HAVE_AFBUS
 
-/* Why the daemon did not listen on an afbus: address of its
- * configuration (bus_afbus_skip_listen()), for the error if it has no
- * other address. */
-static char *skipped_listen = NULL;
-
 /**
  * Whether the daemon goes on without a <listen> address it could not
  * listen on: an afbus: address on a kernel without AF_BUS (socket()
@@ -187,6 +244,8 @@ bus_afbus_skip_listen (BusContext *context,
                        const char *address,
                        DBusError  *error)
 {
+  BusAfbus *afbus;
+
   if (strncmp (address, "afbus:", strlen ("afbus:")) != 0 ||
       !dbus_error_has_name (error, DBUS_ERROR_NOT_SUPPORTED))
     return FALSE;
@@ -194,8 +253,9 @@ bus_afbus_skip_listen (BusContext *context,
   bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
                    "Not listening on %s: %s; clients use the bus's other"
                    " addresses", address, error->message);
-  dbus_free (skipped_listen);
-  skipped_listen = _dbus_strdup (error->message);
+  afbus = bus_context_get_afbus (context);
+  dbus_free (afbus->skipped_listen);
+  afbus->skipped_listen = _dbus_strdup (error->message);
   dbus_error_free (error);
   return TRUE;
 }
@@ -211,6 +271,7 @@ dbus_bool_t
 bus_afbus_check_listen (BusContext *context,
                         DBusError  *error)
 {
+  const char *skipped_listen = bus_context_get_afbus (context)->skipped_listen;
   DBusList **servers = bus_context_get_servers (context);
   DBusServer *first = bus_afbus_server (context);
   DBusList *link;
@@ -333,7 +394,7 @@ bus_afbus_join (DBusConnection *connection,
  * messages, which the daemon tells from the others by the pair's name
  * until it closes (bus-afbus-monitor.c).  Then it is no eavesdropper
  * or monitor any more (its match rules are gone): with the last, the
- * kernel stops copying the bus. */
+ * kernel stops copying the bus.  Its peer watches end. */
 void
 bus_afbus_connection_closed (DBusConnection *connection)
 {
@@ -345,6 +406,7 @@ bus_afbus_connection_closed (DBusConnection *connection)
 
   bus_afbus_monitor_drop_eavesdropper (connection);
   bus_afbus_monitor_remove (connection);
+  bus_afbus_peers_drop (connection);
 }
 
 dbus_bool_t
@@ -354,6 +416,7 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
                               const char     *new_owner,
                               DBusError      *error)
 {
+  BusContext *context = bus_transaction_get_context (transaction);
   DBusConnection *old_conn, *new_conn;
   dbus_uint64_t addr;
 
@@ -365,10 +428,8 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
       return TRUE;
     }
 
-  old_conn = bus_afbus_owner (bus_transaction_get_context (transaction),
-                              old_owner);
-  new_conn = bus_afbus_owner (bus_transaction_get_context (transaction),
-                              new_owner);
+  old_conn = bus_afbus_owner (context, old_owner);
+  new_conn = bus_afbus_owner (context, new_owner);
 
   /* An AF_BUS owner of @name leaves the bus: PeerGone (name), as for its
    * unique name, so that the libraries of the clients that called it
@@ -376,7 +437,8 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
   /* (Its socket may be closed already: the name's AF_BUS address says
    * that AF_BUS clients may have called it directly.) */
   if (old_conn != NULL && !dbus_connection_get_is_connected (old_conn) &&
-      bus_afbus_name_addr (name, &addr) &&
+      bus_afbus_name_addr (bus_context_get_afbus (context)->names, name,
+                           &addr) &&
       !bus_afbus_peers_gone (transaction, name, error))
     return FALSE;
 
@@ -399,7 +461,7 @@ dbus_bool_t
 bus_afbus_kernel_awaits_reply (DBusConnection *sender,
                                DBusConnection *recipient)
 {
-  return bus_afbus_kernel_tracks_replies () &&
+  return bus_afbus_kernel_tracks_replies (bus_connection_get_context (sender)) &&
          bus_afbus_connection_is_afbus (sender) &&
          bus_afbus_connection_is_afbus (recipient) &&
          !bus_afbus_connection_is_legacy (sender) &&
@@ -414,6 +476,7 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
                           DBusMessage    *forwarded,
                           DBusError      *error)
 {
+  BusContext *context = bus_transaction_get_context (transaction);
   BusRegistry *registry;
   BusService *service;
   DBusConnection *owner = NULL;
@@ -431,7 +494,7 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
       bus_afbus_connection_is_legacy (sender))
     return TRUE;
 
-  registry = bus_context_get_registry (bus_transaction_get_context (transaction));
+  registry = bus_context_get_registry (context);
   _dbus_string_init_const (&str, name);
   service = bus_registry_lookup (registry, &str);
   if (service != NULL)
@@ -449,7 +512,8 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
       dbus_connection_has_messages_to_send (bus_afbus_legacy_outgoing (owner)) ||
       !(name[0] == ':' ?
         _dbus_afbus_addr_from_unique_name (name, &addr) :
-        bus_afbus_name_addr (name, &addr)))
+        bus_afbus_name_addr (bus_context_get_afbus (context)->names, name,
+                             &addr)))
     addr = 0;
 
   /* The call @forwarded went to @owner, which answers it through the

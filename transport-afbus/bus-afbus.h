@@ -24,6 +24,8 @@
 #include "connection.h"
 #include "bus-afbus-names.h"
 
+BusAfbus   *bus_afbus_new                 (void);
+void        bus_afbus_free                (BusAfbus       *afbus);
 dbus_bool_t bus_afbus_check_listen        (BusContext     *context,
                                            DBusError      *error);
 dbus_bool_t bus_afbus_skip_listen         (BusContext     *context,
