@@ -18,6 +18,7 @@
 
 #include <config.h>
 #include "bus-afbus-policy.h"
+#include "bus-afbus.h"
 
 /*
  * AF_BUS clients send to each other through the kernel, so the daemon

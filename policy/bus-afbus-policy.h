@@ -25,11 +25,8 @@
 
 BusAfbusPolicy *bus_afbus_policy_new      (void);
 void        bus_afbus_policy_free         (BusAfbusPolicy *policy);
-dbus_bool_t bus_afbus_policy_join         (DBusConnection *connection,
-                                           DBusError      *error);
+/* (and the hooks of bus-afbus.h) */
 dbus_bool_t bus_afbus_policy_monitor      (DBusConnection *connection,
                                            DBusError      *error);
-void        bus_afbus_policy_reload_begin (BusContext     *context);
-void        bus_afbus_policy_reload_end   (BusContext     *context);
 
 #endif /* BUS_AFBUS_POLICY_H */

@@ -18,6 +18,7 @@
 
 #include <config.h>
 #include "bus-afbus-legacy.h"
+#include "bus-afbus.h"
 
 #include <string.h>
 #include <dbus/dbus-sysdeps-afbus.h>

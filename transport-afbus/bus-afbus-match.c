@@ -18,6 +18,7 @@
 
 #include <config.h>
 #include "bus-afbus-match.h"
+#include "bus-afbus.h"
 
 #include <errno.h>
 #include <string.h>

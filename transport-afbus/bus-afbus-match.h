@@ -30,15 +30,7 @@ BusAfbusMatch *bus_afbus_match_new (void);
 void        bus_afbus_match_free   (BusAfbusMatch  *match);
 dbus_bool_t bus_afbus_match_manage (DBusConnection *connection,
                                     DBusError      *error);
-/* Opens the netlink socket to the kernel's match rules and policy now if
- * the daemon listens on AF_BUS: call it before dropping privileges.
- * Logs a failure; the first Hello tries again. */
-void        bus_afbus_nfdbus_open_early (BusContext *context);
-/* Once the daemon listens and knows its limits: the kernel takes charge
- * of the AF_BUS bus, or the daemon logs why not and stops listening on
- * it (FALSE, with @error, only when no other address is left). */
-dbus_bool_t bus_afbus_check_kernel (BusContext *context,
-                                    DBusError  *error);
+/* (and the hooks of bus-afbus.h) */
 #ifdef DBUS_HAVE_AFBUS
 struct nfdbus;
 struct nfdbus_bus;

@@ -19,6 +19,7 @@
 
 #include <config.h>
 #include "bus-afbus-monitor.h"
+#include "bus-afbus.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -27,22 +27,12 @@
 
 BusAfbusMonitor *bus_afbus_monitor_new           (void);
 void        bus_afbus_monitor_free                (BusAfbusMonitor *m);
-dbus_bool_t bus_afbus_monitor_add                 (DBusConnection *monitor,
-                                                   DBusError      *error);
-void        bus_afbus_monitor_remove              (DBusConnection *monitor);
-void        bus_afbus_monitor_committed           (DBusConnection *monitor);
+/* (and the hooks of bus-afbus.h) */
 dbus_bool_t bus_afbus_monitor_add_eavesdropper    (DBusConnection *connection,
                                                    BusMatchRule   *rule,
                                                    DBusError      *error);
 void        bus_afbus_monitor_remove_eavesdropper (DBusConnection *connection,
                                                    BusMatchRule   *rule);
 void        bus_afbus_monitor_drop_eavesdropper   (DBusConnection *connection);
-dbus_bool_t bus_afbus_monitor_eavesdrop_from_tap  (BusContext     *context,
-                                                   DBusConnection *sender,
-                                                   DBusMessage    *message);
-void        bus_afbus_monitor_drain               (BusContext     *context);
-dbus_bool_t bus_afbus_monitor_before_capture      (BusContext     *context,
-                                                   DBusConnection *sender,
-                                                   DBusMessage    *message);
 
 #endif /* BUS_AFBUS_MONITOR_H */

@@ -18,6 +18,7 @@
 
 #include <config.h>
 #include "bus-afbus-names.h"
+#include "bus-afbus.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -19,6 +19,7 @@
 
 #include <config.h>
 #include "bus-afbus-peers.h"
+#include "bus-afbus.h"
 
 #include <string.h>
 #include <dbus/dbus-sysdeps-afbus.h>

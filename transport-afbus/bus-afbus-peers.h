@@ -26,17 +26,7 @@
 
 BusAfbusPeers *bus_afbus_peers_new         (void);
 void        bus_afbus_peers_free           (BusAfbusPeers  *peers);
-
-/* org.freedesktop.DBus.AF_BUS.WatchPeer (s name) and UnwatchPeer
- * (s name), handlers of the bus driver. */
-dbus_bool_t bus_afbus_peers_handle_watch   (DBusConnection *connection,
-                                            BusTransaction *transaction,
-                                            DBusMessage    *message,
-                                            DBusError      *error);
-dbus_bool_t bus_afbus_peers_handle_unwatch (DBusConnection *connection,
-                                            BusTransaction *transaction,
-                                            DBusMessage    *message,
-                                            DBusError      *error);
+/* (and the hooks of bus-afbus.h) */
 
 /* @connection's watches end: it left, or became a monitor. */
 void        bus_afbus_peers_drop           (DBusConnection *connection);

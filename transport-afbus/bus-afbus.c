@@ -21,6 +21,7 @@
 #include "bus-afbus-legacy.h"
 #include "bus-afbus-match.h"
 #include "bus-afbus-monitor.h"
+#include "bus-afbus-names.h"
 #include "bus-afbus-peers.h"
 #include "bus-afbus-policy.h"
 #include "bus-afbus-state.h"
@@ -338,6 +339,27 @@ send_reply_timeout (DBusConnection *connection,
   return ok;
 }
 
+/**
+ * Hello: appends to @name the unique name of an AF_BUS client, which is
+ * its kernel address, and of a legacy client, which gets an AF_BUS
+ * address of its own first (bus-afbus-legacy.c) when the daemon has an
+ * AF_BUS bus.  Leaves @name empty for any other client: dbus-daemon's
+ * usual name is then made.  FALSE with @error set on failure.
+ */
+dbus_bool_t
+bus_afbus_hello_name (DBusConnection *connection,
+                      DBusString     *name,
+                      DBusError      *error)
+{
+  if (!bus_afbus_legacy_attach (connection, error))
+    return FALSE;
+
+  if (!bus_afbus_connection_is_afbus (connection))
+    return TRUE;
+
+  return bus_afbus_unique_name (connection, name, error);
+}
+
 dbus_bool_t
 bus_afbus_join (DBusConnection *connection,
                 BusTransaction *transaction,
@@ -580,6 +602,14 @@ bus_afbus_forwarded_after_dispatch (BusContext     *context,
 }
 
 #else /* !DBUS_HAVE_AFBUS */
+
+dbus_bool_t
+bus_afbus_hello_name (DBusConnection *connection,
+                      DBusString     *name,
+                      DBusError      *error)
+{
+  return TRUE;
+}
 
 dbus_bool_t
 bus_afbus_skip_listen (BusContext *context,

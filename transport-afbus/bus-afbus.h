@@ -22,8 +22,16 @@
 #include <dbus/dbus-list.h>
 #include <dbus/dbus-string.h>
 #include "connection.h"
-#include "bus-afbus-names.h"
+#include "bus-afbus-state.h"
 
+/*
+ * The daemon's AF_BUS code as upstream's files call it: this header is
+ * the only one of the AF_BUS project that they include.  The functions
+ * are grouped by the file that defines them; what those files call of
+ * each other is in their own headers.
+ */
+
+/* bus-afbus.c: the state, listening, a client's life on the bus */
 BusAfbus   *bus_afbus_new                 (void);
 void        bus_afbus_free                (BusAfbus       *afbus);
 dbus_bool_t bus_afbus_check_listen        (BusContext     *context,
@@ -34,6 +42,9 @@ dbus_bool_t bus_afbus_skip_listen         (BusContext     *context,
 dbus_bool_t bus_afbus_cmdline_addresses   (DBusList      **list,
                                            const char     *address,
                                            DBusList      **config);
+dbus_bool_t bus_afbus_hello_name          (DBusConnection *connection,
+                                           DBusString     *name,
+                                           DBusError      *error);
 dbus_bool_t bus_afbus_join                (DBusConnection *connection,
                                            BusTransaction *transaction,
                                            DBusError      *error);
@@ -64,5 +75,67 @@ void        bus_afbus_forwarded_after_dispatch (BusContext     *context,
  * through the kernel, and the daemon would never see the reply. */
 dbus_bool_t bus_afbus_kernel_awaits_reply (DBusConnection *sender,
                                            DBusConnection *recipient);
+
+/* bus-afbus-names.c: a match rule gives back the address of the name it
+ * held (bus_match_rule_set_afbus_holds_name()) */
+void        bus_afbus_name_addr_unref     (BusAfbusNames  *names,
+                                           const char     *name);
+
+/* bus-afbus-match.c: the kernel's nfdbus family */
+/* Opens the netlink socket to the kernel's match rules and policy now if
+ * the daemon listens on AF_BUS: call it before dropping privileges.
+ * Logs a failure; the first Hello tries again. */
+void        bus_afbus_nfdbus_open_early   (BusContext     *context);
+/* Once the daemon listens and knows its limits: the kernel takes charge
+ * of the AF_BUS bus, or the daemon logs why not and stops listening on
+ * it (FALSE, with @error, only when no other address is left). */
+dbus_bool_t bus_afbus_check_kernel        (BusContext     *context,
+                                           DBusError      *error);
+
+/* policy/bus-afbus-policy.c: the bus policy of AF_BUS clients in the
+ * kernel */
+dbus_bool_t bus_afbus_policy_join         (DBusConnection *connection,
+                                           DBusError      *error);
+void        bus_afbus_policy_reload_begin (BusContext     *context);
+void        bus_afbus_policy_reload_end   (BusContext     *context);
+
+/* bus-afbus-peers.c: org.freedesktop.DBus.AF_BUS.WatchPeer (s name) and
+ * UnwatchPeer (s name), handlers of the bus driver */
+dbus_bool_t bus_afbus_peers_handle_watch   (DBusConnection *connection,
+                                            BusTransaction *transaction,
+                                            DBusMessage    *message,
+                                            DBusError      *error);
+dbus_bool_t bus_afbus_peers_handle_unwatch (DBusConnection *connection,
+                                            BusTransaction *transaction,
+                                            DBusMessage    *message,
+                                            DBusError      *error);
+
+/* bus-afbus-legacy.c: legacy clients bridged onto the AF_BUS bus */
+DBusConnection *bus_afbus_legacy_queue    (DBusConnection *sender,
+                                           DBusConnection *destination,
+                                           DBusMessage    *message,
+                                           dbus_uint64_t  *addr_p);
+DBusConnection *bus_afbus_legacy_relay    (DBusConnection *sender,
+                                           DBusConnection *destination,
+                                           DBusMessage    *message);
+dbus_bool_t bus_afbus_legacy_multicasts   (DBusConnection *sender,
+                                           DBusMessage    *message);
+dbus_bool_t bus_afbus_legacy_multicast    (DBusConnection *sender,
+                                           DBusMessage    *message,
+                                           DBusError      *error);
+
+/* bus-afbus-monitor.c: monitors and eavesdroppers see the direct
+ * traffic */
+dbus_bool_t bus_afbus_monitor_add         (DBusConnection *monitor,
+                                           DBusError      *error);
+void        bus_afbus_monitor_remove      (DBusConnection *monitor);
+void        bus_afbus_monitor_committed   (DBusConnection *monitor);
+dbus_bool_t bus_afbus_monitor_eavesdrop_from_tap (BusContext     *context,
+                                           DBusConnection *sender,
+                                           DBusMessage    *message);
+void        bus_afbus_monitor_drain       (BusContext     *context);
+dbus_bool_t bus_afbus_monitor_before_capture (BusContext     *context,
+                                           DBusConnection *sender,
+                                           DBusMessage    *message);
 
 #endif /* BUS_AFBUS_H */
