@@ -384,9 +384,9 @@ accepted_filter (DBusConnection *accepted,
 }
 
 static void
-close_relay (DBusConnection     *relay,
-             DBusHandleMessageFunction filter,
-             LegacyPair     *legacy)
+close_relay (DBusConnection            *relay,
+             DBusHandleMessageFunction  filter,
+             LegacyPair                *legacy)
 {
   if (relay == NULL)
     return;
