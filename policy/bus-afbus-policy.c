@@ -477,15 +477,12 @@ void
 bus_afbus_policy_reload_end (BusContext *context)
 {
   BusAfbusPolicy *policy = bus_context_get_afbus (context)->policy;
-  struct nfdbus *nfdbus;
+  struct nfdbus *nfdbus = NULL;
   DBusList *link;
 
-  /* open if there is a policy to delete (bus_afbus_policy_join()) */
-  if (policy->buses == NULL)
-    return;
-  nfdbus = bus_afbus_nfdbus (context, NULL);
-  if (nfdbus == NULL)
-    return;
+  /* (open since the first policy: bus_afbus_policy_join()) */
+  if (policy->buses != NULL)
+    nfdbus = bus_afbus_nfdbus (context, NULL);
 
   for (link = _dbus_list_get_first_link (&policy->buses); link != NULL;
        link = _dbus_list_get_next_link (&policy->buses, link))
@@ -497,7 +494,7 @@ bus_afbus_policy_reload_end (BusContext *context)
         continue;
       /* EBUSY: a client kept its old policy (reloading it failed) */
       _dbus_hash_iter_init (pb->old_ids, &iter);
-      while (_dbus_hash_iter_next (&iter))
+      while (nfdbus != NULL && _dbus_hash_iter_next (&iter))
         nfdbus_del_policy (nfdbus, &pb->bus,
                            (uintptr_t) _dbus_hash_iter_get_value (&iter));
       _dbus_hash_table_unref (pb->old_ids);
