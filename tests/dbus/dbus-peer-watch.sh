@@ -110,4 +110,34 @@ out=$(timeout 60 afbus-watch-peer 64 0 </dev/null 2>&1)
 expect_match "a new client gets 64 watches" '^watched=64 matched=0$' "$out"
 check "the daemon is still running" kill -0 $BUS_PID
 
+# A hostile watcher killed while it watches 64 names: its watches end
+# with it (bus_afbus_connection_closed()).  Owners of those names then
+# come and leave, and the daemon, and another caller's NoReply, are
+# unaffected.
+rm -f /tmp/pw-in2
+mkfifo -m 0666 /tmp/pw-in2
+as_nobody /tmp/pw-killed.out "afbus-watch-peer 64 0 </tmp/pw-in2"
+exec 7>/tmp/pw-in2
+wait_for_line /tmp/pw-killed.out '^ready$'
+expect_match "a second hostile watcher gets its 64 watches" \
+	'^watched=64 matched=0$' "$(cat /tmp/pw-killed.out)"
+pkill -9 -x afbus-watch-peer
+exec 7>&-
+i=0
+while pidof afbus-watch-peer >/dev/null && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+check "... is killed" test -z "$(pidof afbus-watch-peer)"
+for n in 0 1 2; do
+	afbus-echo-service com.example.W.n$n >/tmp/pw-owner.out 2>&1 &
+	owner=$!
+	wait_for_name com.example.W.n$n || not_ok "com.example.W.n$n gets an owner"
+	kill -9 $owner
+	wait $owner 2>/dev/null
+done
+check "owners of the names it watched come and go: the daemon runs on" \
+	kill -0 $BUS_PID
+killed_mid_call "after it, a direct call whose callee dies"
+
 finish
