@@ -70,6 +70,12 @@
 #                           30, and 120 with --debug; 0 skips it)
 #   AFBUS_FUZZ_SEED=S       its seed (default: random, printed; replays a run)
 #   AFBUS_STRESS_MSGS=N     multicasts each way in tests/kernel/af_bus_stress
+#   AFBUS_ONLY=PATTERNS     --check of the busybox guest: run only the test
+#                           units (file names in tests/kernel, tests/dbus,
+#                           tests/rootfs, af_bus_fuzz) matching one of these
+#                           comma-separated shell patterns, e.g.
+#                           'af_bus_fds,dbus-*'; a development run, which
+#                           CI never makes
 #   AFBUS_ROOTFS=0|1        attach the Debian root file system to a --check
 #                           run (default: 1, and 0 with --debug)
 #   AFBUS_SYSTEM=0|1        run the system guest's tests in a --check run
@@ -186,7 +192,7 @@ run_qemu() {
 	console_args
 	"$@" qemu-system-x86_64 "${accel[@]}" -smp "$CPUS" -m "$MEM" "${CONSOLE[@]}" \
 		-kernel "$KERNEL" -initrd "$INITRAMFS" ${disk[@]+"${disk[@]}"} \
-		-append "console=ttyS0 panic=-1 random.trust_cpu=on $append afbus.mode=$mode afbus.cpus=$CPUS afbus.test_timeout=$TEST_TIMEOUT afbus.fuzz_seconds=$FUZZ_SECONDS afbus.fuzz_seed=${AFBUS_FUZZ_SEED:-} afbus.stress_msgs=$STRESS_MSGS $GUEST_APPEND ${AFBUS_APPEND:-}"
+		-append "console=ttyS0 panic=-1 random.trust_cpu=on $append afbus.mode=$mode afbus.cpus=$CPUS afbus.test_timeout=$TEST_TIMEOUT afbus.fuzz_seconds=$FUZZ_SECONDS afbus.fuzz_seed=${AFBUS_FUZZ_SEED:-} afbus.stress_msgs=$STRESS_MSGS ${AFBUS_ONLY:+afbus.only=$AFBUS_ONLY} $GUEST_APPEND ${AFBUS_APPEND:-}"
 }
 
 # The kernel log the guest dumped at the end, without \r.
