@@ -7,6 +7,7 @@
 #   /usr/libexec/afbus/rootfs     tests/guest/rootfs
 #   /usr/bin/guest-check          build/guest/guest-check
 #   /usr/bin/nfdbus-ctl           build/nfdbus/nfdbus-ctl (with libmnl)
+#   /usr/share/man/man8/nfdbus-ctl.8  nfdbus/nfdbus-ctl.8, its manual page
 #   /tests/kernel/NAME            the test binaries given as arguments
 #   /tests/fuzz/NAME              (those from a .../fuzz/ directory)
 #   /tests/unbuilt                names of those that do not exist (failed
@@ -211,8 +212,11 @@ write_list() {
 	# the Debian root file system's disk (run-qemu.sh --rootfs)
 	add_file /usr/libexec/afbus/rootfs "$AFBUS_TOP/tests/guest/rootfs"
 	add_file /usr/bin/guest-check "$GUEST_CHECK"
-	# nfdbus-ctl, the nfdbus rule tool, with libmnl
-	[ -x "$NFDBUS_CTL" ] && add_file /usr/bin/nfdbus-ctl "$NFDBUS_CTL"
+	# nfdbus-ctl, the nfdbus rule tool, with libmnl, and its manual page
+	if [ -x "$NFDBUS_CTL" ]; then
+		add_file /usr/bin/nfdbus-ctl "$NFDBUS_CTL"
+		add_file /usr/share/man/man8/nfdbus-ctl.8 "$AFBUS_TOP/nfdbus/nfdbus-ctl.8" 0644
+	fi
 	# Tests that failed to compile are listed in /tests/unbuilt, so
 	# the guest counts them as failed.
 	add_dir /tests/kernel

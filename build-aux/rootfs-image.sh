@@ -12,6 +12,7 @@
 #   /etc/machine-id
 #   /usr/bin/NAME                     the D-Bus test programs, build/tests/dbus/*
 #   /usr/bin/nfdbus-ctl
+#   /usr/share/man/man8/nfdbus-ctl.8  nfdbus/nfdbus-ctl.8, its manual page
 #   /tests/rootfs/*.sh                tests/rootfs/*.sh (the guest's run-tests
 #                                     runs them inside this tree)
 #   /usr/libexec/afbus/*              tests/dbus/lib/dbus-test-lib.sh and
@@ -62,6 +63,7 @@ make_overlay() {
 	for f in "$AFBUS_BUILD"/tests/dbus/* "$AFBUS_BUILD/nfdbus/nfdbus-ctl"; do
 		[ -f "$f" ] && [ -x "$f" ] && put "/usr/bin/${f##*/}" "$f"
 	done
+	put /usr/share/man/man8/nfdbus-ctl.8 "$AFBUS_TOP/nfdbus/nfdbus-ctl.8" 0644
 	put /usr/libexec/afbus/dbus-test-lib.sh "$AFBUS_TOP/tests/dbus/lib/dbus-test-lib.sh" 0644
 	for f in "$AFBUS_TOP"/tests/rootfs/lib/*; do
 		[ -f "$f" ] && put "/usr/libexec/afbus/${f##*/}" "$f"
