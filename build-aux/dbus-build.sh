@@ -44,8 +44,8 @@ CONFIGURE_FLAGS=(
 	--disable-modular-tests --disable-embedded-tests --disable-installed-tests
 	--disable-code-coverage --disable-stats
 	--with-system-socket=/run/dbus/system_bus_socket
-	# the system bus on AF_BUS when its daemon listens there (README.md,
-	# "The system bus on AF_BUS"), else the usual unix socket
+	# the system bus on AF_BUS when its daemon listens there (doc/design.md,
+	# "The system, session and user buses"), else the usual unix socket
 	--with-system-bus-default-address='afbus:file=/run/dbus/system_bus.afbus;unix:path=/var/run/dbus/system_bus_socket'
 )
 

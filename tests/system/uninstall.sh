@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# The way back to Debian's packages (README, "Install it on a Debian 12
-# machine"), as the last test of the boot: Debian's own dbus packages of
+# The way back to Debian's packages (doc/install.md, "Going back"),
+# as the last test of the boot: Debian's own dbus packages of
 # the fork's installed ones (what `apt-get install --allow-downgrades
 # PKG=1.14.10-1~deb12u1` installs; here from /var/cache/afbus/debian,
 # which the image keeps) with dpkg -i, then, on Debian's kernel, the
