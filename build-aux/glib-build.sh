@@ -159,7 +159,7 @@ prepare_source() {
 	# the series as it is now: pop what was pushed (from quilt's own
 	# copies, whatever the patches are now), push the current series
 	if [ -d "$GLIB_SRC/.pc-afbus" ]; then
-		glib_quilt pop -a -q >>"$LOG" 2>&1 || {
+		glib_quilt pop -a -f -q >>"$LOG" 2>&1 || {
 			[ $? = 2 ] || die "quilt pop -a failed in $GLIB_SRC (see $LOG)"
 		}
 	fi
