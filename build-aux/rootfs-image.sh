@@ -30,6 +30,7 @@ OVERLAY=$DIR/overlay
 TREE=$DIR/tree
 IMG=$AFBUS_BUILD/rootfs.img
 DBUS_STAGE=$AFBUS_BUILD/dbus-stage
+GLIB_STAGE=$AFBUS_BUILD/glib-stage
 LIBDIR=usr/lib/x86_64-linux-gnu
 
 # put DEST SOURCE [MODE]: one file of the overlay.
@@ -65,6 +66,14 @@ make_overlay() {
 	done
 	put /usr/share/man/man8/nfdbus-ctl.8 "$AFBUS_TOP/nfdbus/nfdbus-ctl.8" 0644
 	put /usr/libexec/afbus/dbus-test-lib.sh "$AFBUS_TOP/tests/dbus/lib/dbus-test-lib.sh" 0644
+	# GDBus with the afbus: transport (build-aux/glib-build.sh), beside
+	# Debian's: libgio, gdbus and GLib's GDBus tests in /usr/libexec/afbus/glib
+	"$AFBUS_TOP/build-aux/glib-build.sh" >&2
+	for f in "$GLIB_STAGE/$LIBDIR"/libgio-2.0.so.0* "$GLIB_STAGE/usr/bin/gdbus" \
+		"$GLIB_STAGE"/usr/libexec/afbus/glib-tests/*; do
+		case $f in */glib-tests/*) put "/usr/libexec/afbus/glib/tests/${f##*/}" "$f" ;;
+		*) put "/usr/libexec/afbus/glib/${f##*/}" "$f" ;; esac
+	done
 	for f in "$AFBUS_TOP"/tests/rootfs/lib/*; do
 		[ -f "$f" ] && put "/usr/libexec/afbus/${f##*/}" "$f"
 	done
@@ -99,6 +108,8 @@ main() {
 	ldconfig -r "$TREE"
 	cmp -s "$TREE/$LIBDIR/libdbus-1.so.3" "$DBUS_STAGE/$LIBDIR/libdbus-1.so.3" ||
 		die "libdbus-1.so.3 in $TREE is not the fork's"
+	[ "$(chroot "$TREE" dpkg-query -W -f '${Version}' libglib2.0-0)" = "$(cat "$GLIB_STAGE/version")" ] ||
+		die "the base's libglib2.0-0 is not $(cat "$GLIB_STAGE/version"), the version of $GLIB_STAGE"
 	# every program put on top finds its libraries in the tree
 	missing=$(cd "$OVERLAY" && find usr/bin usr/libexec -type f -perm -u+x |
 		while read -r f; do
