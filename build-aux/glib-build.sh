@@ -62,7 +62,7 @@ GLIB_TESTS=(
 	gdbus-method-invocation gdbus-names gdbus-proxy gdbus-proxy-threads
 	gdbus-proxy-unique-name gdbus-proxy-well-known-name gdbus-subscribe
 	gdbus-test-codegen gdbus-threading gdbus-peer gdbus-message
-	gdbus-addresses
+	gdbus-addresses gdbus-afbus-client
 )
 
 # What the tests need beside them: the helpers they spawn
