@@ -1,0 +1,93 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Installs sd-bus with the afbus: transport (build/systemd-stage, from
+# build-aux/systemd-build.sh; systemd/README) into the Debian 12 system
+# whose root is ROOT (/ for the running one), the way a package would
+# replace Debian's files without losing them:
+#   - each of libsystemd.so.0.35.0 (libsystemd0) and
+#     libsystemd-shared-252.so (libsystemd-shared, the library PID 1, the
+#     services and the tools link) is moved aside with dpkg-divert --rename
+#     (to NAME.debian) and the stage's put in its place;
+#   - first it checks that the stage was built from the very version of
+#     Debian's systemd that ROOT has (the shared library is private: its
+#     ABI is that version's) and that each library exports every symbol
+#     Debian's exports;
+#   - with --tests, also the sd-bus tests of the stage in
+#     /usr/lib/systemd/tests/afbus.
+# Running it again replaces the libraries with the stage's (the diversions
+# stay).  To go back:
+#   build-aux/systemd-install.sh --remove ROOT
+# removes the libraries and the diversions, which puts Debian's back.
+# Needs root (dpkg-divert in ROOT, through chroot unless ROOT is /).
+set -eu
+. "$(dirname "$0")/common.sh"
+
+SD_STAGE=$AFBUS_BUILD/systemd-stage
+LIBS="/usr/lib/x86_64-linux-gnu/libsystemd.so.0.35.0
+/usr/lib/x86_64-linux-gnu/systemd/libsystemd-shared-252.so"
+TESTS_DIR=/usr/lib/systemd/tests/afbus
+
+tests=0 remove=0
+while [ $# -gt 1 ]; do
+	case $1 in
+	--tests) tests=1 ;;
+	--remove) remove=1 ;;
+	*) die "unknown option $1" ;;
+	esac
+	shift
+done
+[ $# = 1 ] || die "usage: ${0##*/} [--tests] [--remove] ROOT"
+ROOT=${1%/}
+
+in_root() {
+	if [ -z "$ROOT" ]; then
+		"$@"
+	else
+		chroot "$ROOT" "$@"
+	fi
+}
+
+# exported SYMBOL names of a shared object, one per line, sorted
+exports() {
+	nm -D --defined-only "$1" | awk '{ print $3 }' | sed 's/@.*//' | sort -u
+}
+
+if [ $remove = 1 ]; then
+	for lib in $LIBS; do
+		if in_root dpkg-divert --list "$lib" | grep -q .; then
+			rm -f "$ROOT$lib"
+			in_root dpkg-divert --quiet --local --rename --remove "$lib"
+		fi
+	done
+	rm -rf "$ROOT$TESTS_DIR"
+	exit 0
+fi
+
+[ -f "$SD_STAGE/version" ] || die "nothing in $SD_STAGE: run build-aux/systemd-build.sh"
+want=$(cat "$SD_STAGE/version")
+have=$(in_root dpkg-query -W -f '${Version}' libsystemd-shared 2>/dev/null) ||
+	die "$ROOT/ has no libsystemd-shared package"
+[ "$have" = "$want" ] ||
+	die "$ROOT/ runs systemd $have, the stage is for $want: build-aux/systemd-build.sh --version $have"
+
+for lib in $LIBS; do
+	ours=$SD_STAGE$lib
+	[ -f "$ours" ] || die "$ours is missing"
+	# Debian's: the diverted one if we replaced it before
+	debian=$ROOT$lib
+	in_root dpkg-divert --list "$lib" | grep -q . && debian=$ROOT$lib.debian
+	missing=$(comm -23 <(exports "$debian") <(exports "$ours"))
+	[ -z "$missing" ] || die "${lib##*/} lacks symbols of Debian's: $missing"
+	in_root dpkg-divert --quiet --local --rename --divert "$lib.debian" --add "$lib"
+	cp "$ours" "$ROOT$lib.afbus.tmp"
+	chmod 0644 "$ROOT$lib.afbus.tmp"
+	mv "$ROOT$lib.afbus.tmp" "$ROOT$lib"
+done
+
+if [ $tests = 1 ]; then
+	rm -rf "$ROOT$TESTS_DIR"
+	mkdir -p "$ROOT$TESTS_DIR"
+	cp "$SD_STAGE$TESTS_DIR"/* "$ROOT$TESTS_DIR/"
+fi
+msg "sd-bus with afbus: (systemd $want) installed in ${ROOT:-/}"

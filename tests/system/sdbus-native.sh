@@ -1,0 +1,195 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# systemd and its services on the kernel bus: with sd-bus' afbus:
+# transport (systemd/), PID 1, systemd-logind and the bus-activated
+# hostnamed, timedated and localed each hold an AF_BUS socket joined to
+# the system bus, whose address is their unique name's, and the tools
+# (hostnamectl, timedatectl, loginctl, localectl, busctl, systemctl) are
+# AF_BUS clients too.  A small admin workload (those tools, busctl list,
+# a logind restart, a polkit check) is watched by a monitor: every
+# message of an sd-bus program goes over AF_BUS, and the share of the
+# system bus's connections and messages that are native is reported
+# ("afbus-workload: ..."; bridged is only what is neither sd-bus nor the
+# fork's libdbus).  The tools work as on Debian's dbus: systemctl, the
+# polkit-guarded calls keep their answers.  On Debian's kernel everything
+# is a unix client, and works.
+. /usr/libexec/afbus/dbus-test-lib.sh
+cd /tmp
+unset DBUS_SYSTEM_BUS_ADDRESS DBUS_SESSION_BUS_ADDRESS
+W=/tmp/sdbus-native
+rm -rf $W
+mkdir -p $W
+AS_USER="setpriv --reuid=afbus --regid=afbus --init-groups env HOME=/home/afbus"
+
+# snapshot: "UNIQUE-NAME PID COMMAND native|bridged" for every AF_BUS
+# client socket on a bus (appended to $W/names): bridged when dbus-daemon
+# holds it (a legacy client's relay: the bus says whose), native when its
+# own client does.
+snapshot() {
+	awk 'NR > 1 && $4 == "client" { split($11, a, ","); print $2, a[1] }' \
+		/proc/net/bus 2>/dev/null | sort >$W/ino-addr
+	for p in /proc/[0-9]*; do
+		ls -l "$p/fd" 2>/dev/null | sed -n 's/.*socket:\[\([0-9]*\)\]$/\1/p' |
+			sed "s|\$| ${p#/proc/} $(tr ' ' _ <"$p/comm" 2>/dev/null)|"
+	done | sort >$W/ino-pid
+	join $W/ino-addr $W/ino-pid | while read -r _ino addr pid comm; do
+		printf ':0.%x %s %s\n' "0x$addr" "$pid" "$comm"
+	done >$W/snap
+	while read -r u pid comm; do
+		if [ "$comm" = dbus-daemon ]; then
+			tool busctl busctl --system call org.freedesktop.DBus /org/freedesktop/DBus \
+				org.freedesktop.DBus GetConnectionUnixProcessID s "$u"
+			pid=$(echo "$out" | sed -n 's/^u //p')
+			comm=$(tr ' ' _ <"/proc/$pid/comm" 2>/dev/null)
+			echo "$u ${pid:--} ${comm:-?} bridged"
+		else
+			echo "$u $pid $comm native"
+		fi
+	done <$W/snap >>$W/names
+}
+
+# tool NAME ARGS...: an sd-bus tool, with sd-bus' debug log, which says
+# how it connected and the unique name the bus gave it (appended to
+# $W/names as "UNIQUE-NAME - NAME native|bridged"; "private" when it
+# talked to PID 1's private socket, not to the bus); its output in $out.
+tool() {
+	_t=$1
+	shift
+	out=$(SYSTEMD_LOG_LEVEL=debug timeout 60 "$@" 2>$W/tool.err)
+	_rc=$?
+	_u=$(sed -n 's/^Got message type=method_return sender=org\.freedesktop\.DBus destination=\(:[^ ]*\) .* reply_cookie=1 .*/\1/p' \
+		$W/tool.err | head -n 1)
+	if [ -z "$_u" ]; then
+		_c=private
+	elif grep -q 'by connecting to AF_BUS ' $W/tool.err; then
+		_c=native
+	else
+		_c=bridged
+	fi
+	[ -n "$_u" ] && echo "$_u - $_t $_c" >>$W/names
+	echo "$_t $_c ${_u:-?} rc=$_rc" >>$W/tools
+	return $_rc
+}
+
+: >$W/names
+: >$W/tools
+snapshot
+
+# The monitor (the fork's libdbus) sees every message on the bus.
+dbus-monitor --system >$W/monitor.out 2>&1 &
+mon=$!
+_pids=$mon
+sleep 2
+
+# --- the workload
+tool hostnamectl hostnamectl status
+expect_match "hostnamectl works (hostnamed activated)" 'Static hostname: afbus-system' "$out"
+tool timedatectl timedatectl status
+expect_match "timedatectl works (timedated activated)" 'Time zone: ' "$out"
+tool loginctl loginctl list-sessions --no-legend
+check "loginctl works" test $_rc = 0
+tool localectl localectl status
+expect_match "localectl works (localed activated)" 'System Locale: ' "$out"
+tool busctl busctl --system list --no-pager --no-legend
+expect_match "busctl list shows logind" '^org\.freedesktop\.login1 +[0-9]+ ' "$out"
+tool systemctl systemctl is-system-running
+expect_match "systemctl talks to PID 1" '^(running|degraded)$' "$out"
+tool systemctl systemctl --no-pager status systemd-logind.service
+expect_match "systemctl status of logind" 'Active: active \(running\)' "$out"
+snapshot
+tool systemctl systemctl restart systemd-logind.service
+check "systemctl restart systemd-logind (a job: JobRemoved through the bus)" test $_rc = 0
+i=0
+while ! tool busctl busctl --system status org.freedesktop.login1 && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+tool loginctl loginctl list-sessions --no-legend
+check "loginctl works with the restarted logind" test $_rc = 0
+# a polkit check: hostnamed asks polkitd, which refuses an unprivileged user
+tool hostnamectl $AS_USER hostnamectl set-location "user's room"
+expect_match "a user's hostnamectl set-location is refused by polkit" \
+	'(Interactive authentication required|Access denied)' "$(cat $W/tool.err)"
+tool hostnamectl hostnamectl set-location "root's room"
+check "root's hostnamectl set-location is allowed" test $_rc = 0
+tool hostnamectl hostnamectl status
+expect_match "... and the location changed" "Location: root's room" "$out"
+sleep 2
+snapshot
+kill $mon
+wait $mon 2>/dev/null
+
+# --- the services' and PID 1's connections
+for unit in init systemd-logind systemd-hostnamed systemd-timedated systemd-localed; do
+	if [ $unit = init ]; then
+		pid=1
+	else
+		pid=$(systemctl show -P MainPID $unit.service)
+	fi
+	sockets=$(bus_client_sockets "$pid" | tr '\n' ' ')
+	if [ "$AFBUS_KERNEL" = stock ]; then
+		expect_eq "Debian's kernel: $unit (pid $pid) has no AF_BUS socket" "" "$sockets"
+		continue
+	fi
+	expect_match "$unit (pid ${pid:-none}) holds an AF_BUS socket" '^[0-9]+ $' "$sockets"
+	expect_match "... joined to the system bus" \
+		"^[0-9a-f]+ +${sockets% } +[0-9]+ +client +[^ ]+ +1 " "$(cat /proc/net/bus)"
+done
+if [ "$AFBUS_KERNEL" = afbus ]; then
+	for name in org.freedesktop.systemd1 org.freedesktop.login1 org.freedesktop.hostname1 \
+		org.freedesktop.timedate1 org.freedesktop.locale1; do
+		st=$(timeout 30 busctl --system status "$name" 2>&1)
+		u=$(echo "$st" | sed -n 's/^UniqueName=//p')
+		pid=$(echo "$st" | sed -n 's/^PID=//p')
+		expect_eq "$name: its unique name ${u:-?} is the address of the AF_BUS socket of its pid ${pid:-?}" \
+			"$u $pid native" "$(awk -v u="$u" -v p="$pid" '$1 == u && $2 == p { print $1, $2, $4 }' $W/names | head -n 1)"
+	done
+fi
+
+# --- who sent what
+sort -u $W/names -o $W/names
+awk '
+	FNR == NR { cls[$1] = $4; prog[$1] = $3; next }
+	/^(method call|method return|error|signal) / {
+		s = ""
+		for (i = 1; i <= NF; i++)
+			if ($i ~ /^sender=/) { s = substr($i, 8); break }
+		if (s == "org.freedesktop.DBus") { daemon++; next }
+		c = (s in cls) ? cls[s] : "unknown"
+		p = (s in prog) ? prog[s] : "?"
+		total++; n[c]++
+		if (p ~ /^(systemd|systemd-logind|systemd-hostnam|systemd-timedat|systemd-localed|hostnamectl|timedatectl|loginctl|localectl|busctl|systemctl)$/) {
+			sd++; sdc[c]++
+		}
+		per[p " " c]++
+	}
+	END {
+		printf "messages=%d native=%d bridged=%d unknown=%d daemon=%d sdbus=%d sdbus_native=%d\n",
+			total, n["native"], n["bridged"], n["unknown"], daemon, sd, sdc["native"]
+		for (k in per) print "# by " k ": " per[k]
+	}' $W/names $W/monitor.out >$W/messages
+msgs=$(head -n 1 $W/messages)
+conns=$(awk '{ c[$4]++; t++ } END { printf "connections=%d native=%d bridged=%d", t, c["native"], c["bridged"] }' $W/names)
+echo "afbus-workload: kernel=$AFBUS_KERNEL $conns $msgs"
+sed -n '2,$p' $W/messages | sort
+sed 's/^/# tool: /' $W/tools
+total=$(echo "$msgs" | sed -n 's/^messages=\([0-9]*\) .*/\1/p')
+sd=$(echo "$msgs" | sed -n 's/.* sdbus=\([0-9]*\) .*/\1/p')
+sdn=$(echo "$msgs" | sed -n 's/.* sdbus_native=\([0-9]*\)$/\1/p')
+check "the monitor saw the workload (${total:-0} messages, ${sd:-0} from sd-bus programs)" \
+	test "${sd:-0}" -ge 50
+case $AFBUS_KERNEL in
+afbus)
+	expect_eq "every sd-bus tool of the workload on the bus connected over AF_BUS" "" \
+		"$(grep -v -e ' native ' -e ' private ' $W/tools)"
+	expect_eq "every message of an sd-bus program went over AF_BUS (${sdn:-0} of ${sd:-0})" \
+		"${sd:-0}" "${sdn:-0}"
+	expect_eq "no connection of an sd-bus program on the bus is bridged" "" \
+		"$(awk '$4 == "bridged" && $3 ~ /^(systemd|systemd-logind|systemd-hostnam|systemd-timedat|systemd-localed|hostnamectl|timedatectl|loginctl|localectl|busctl|systemctl)$/' $W/names)"
+	;;
+stock)
+	expect_eq "Debian's kernel: every sd-bus tool on the bus used the unix socket" "" \
+		"$(grep -v -e ' bridged ' -e ' private ' $W/tools)"
+	;;
+esac
+finish
