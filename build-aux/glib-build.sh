@@ -195,6 +195,13 @@ stage() {
 		[ -f "$GLIB_OBJ/gio/tests/$t" ] || continue
 		strip -o "$GLIB_STAGE.tmp/usr/libexec/afbus/glib-tests/$t" "$GLIB_OBJ/gio/tests/$t"
 	done
+	# gdbus-peer's library, where its RUNPATH ($ORIGIN/...) finds it
+	t=gio/tests/gdbus-object-manager-example/libgdbus-example-objectmanager.so
+	if [ -f "$GLIB_OBJ/$t" ]; then
+		mkdir -p "$GLIB_STAGE.tmp/usr/libexec/afbus/glib-tests/gdbus-object-manager-example"
+		strip --strip-unneeded -o "$GLIB_STAGE.tmp/usr/libexec/afbus/glib-tests/gdbus-object-manager-example/${t##*/}" \
+			"$GLIB_OBJ/$t"
+	fi
 	# what the test programs read beside them
 	for t in test-codegen-generated.txt; do
 		[ -f "$GLIB_OBJ/gio/tests/$t" ] && cp "$GLIB_OBJ/gio/tests/$t" "$GLIB_STAGE.tmp/usr/libexec/afbus/glib-tests/"

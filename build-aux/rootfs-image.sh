@@ -69,10 +69,12 @@ make_overlay() {
 	# GDBus with the afbus: transport (build-aux/glib-build.sh), beside
 	# Debian's: libgio, gdbus and GLib's GDBus tests in /usr/libexec/afbus/glib
 	"$AFBUS_TOP/build-aux/glib-build.sh" >&2
-	for f in "$GLIB_STAGE/$LIBDIR"/libgio-2.0.so.0* "$GLIB_STAGE/usr/bin/gdbus" \
-		"$GLIB_STAGE"/usr/libexec/afbus/glib-tests/*; do
-		case $f in */glib-tests/*) put "/usr/libexec/afbus/glib/tests/${f##*/}" "$f" ;;
-		*) put "/usr/libexec/afbus/glib/${f##*/}" "$f" ;; esac
+	for f in "$GLIB_STAGE/$LIBDIR"/libgio-2.0.so.0* "$GLIB_STAGE/usr/bin/gdbus"; do
+		put "/usr/libexec/afbus/glib/${f##*/}" "$f"
+	done
+	# (the tests' RUNPATH, $ORIGIN/.., finds that libgio)
+	for f in $(cd "$GLIB_STAGE/usr/libexec/afbus/glib-tests" && find . -type f); do
+		put "/usr/libexec/afbus/glib/tests/${f#./}" "$GLIB_STAGE/usr/libexec/afbus/glib-tests/$f"
 	done
 	for f in "$AFBUS_TOP"/tests/rootfs/lib/*; do
 		[ -f "$f" ] && put "/usr/libexec/afbus/${f##*/}" "$f"
