@@ -6,9 +6,10 @@
 #      adding a deb-src entry for the running suite when there is none)
 #      into build/dbus-debian, once;
 #   2. build/dbus-src = that source tree (Debian's patches applied), the
-#      dbus/series patches applied on top, transport-afbus/ copied into
-#      its dbus/ and bus/ directories, and autoreconf run for the
-#      patched Makefile.am files and configure.ac;
+#      dbus/series patches applied on top, transport-afbus/dbus/ and
+#      transport-afbus/bus/ copied into its dbus/ and bus/ directories,
+#      and autoreconf run for the patched Makefile.am files and
+#      configure.ac;
 #   3. configure it in build/dbus-obj (out of tree; no docs, X11, systemd,
 #      SELinux, AppArmor or modular tests) and make;
 #   4. make install DESTDIR=build/dbus-stage.
@@ -149,13 +150,13 @@ prepare_tree() {
 }
 
 # transport-afbus/ into the tree, keeping the timestamps of files whose
-# content did not change: dbus-* beside libdbus' sources, bus-* and
-# nfdbus/libnfdbus.[ch] beside dbus-daemon's; the AF_BUS and nfdbus UAPI
-# headers in an include directory of their own.
+# content did not change: its dbus/ beside libdbus' sources, its bus/,
+# policy/bus-* and nfdbus/libnfdbus.[ch] beside dbus-daemon's; the
+# AF_BUS and nfdbus UAPI headers in an include directory of their own.
 sync_new_sources() {
 	mkdir -p "$DBUS_OBJ/afbus-include/linux"
-	rsync -c "$DBUS_NEW"/dbus-*.[ch] "$DBUS_SRC/dbus/"
-	rsync -c "$DBUS_NEW"/bus-*.[ch] "$DBUS_SRC/bus/"
+	rsync -c "$DBUS_NEW"/dbus/*.[ch] "$DBUS_SRC/dbus/"
+	rsync -c "$DBUS_NEW"/bus/*.[ch] "$DBUS_SRC/bus/"
 	# policy/: the bus policy of AF_BUS clients in the kernel
 	rsync -c "$AFBUS_TOP"/policy/bus-*.[ch] "$DBUS_SRC/bus/"
 	[ -f "$KERNEL_HDR/include/linux/bus.h" ] ||

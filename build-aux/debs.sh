@@ -6,8 +6,8 @@
 #      fetches it (build/dbus-debian), unpacked with dpkg-source;
 #   2. the fork added with quilt under debian/patches/afbus/: the dbus/
 #      series, then one patch per group of new files, giving the tree
-#      dbus-build.sh assembles by hand (transport-afbus/dbus-* in dbus/,
-#      transport-afbus/bus-*, policy/bus-* and nfdbus/libnfdbus.[ch] in
+#      dbus-build.sh assembles by hand (transport-afbus/dbus/ in dbus/,
+#      transport-afbus/bus/, policy/bus-* and nfdbus/libnfdbus.[ch] in
 #      bus/; the kernel's linux/bus.h and linux/netfilter/nfdbus.h in
 #      afbus-include/);
 #   3. debian/: packaging/debian-dir.patch (libmnl-dev, the system bus
@@ -53,9 +53,10 @@ export DEB_BUILD_OPTIONS
 new_files() {
 	local f
 	case $1 in
-	transport-afbus-sources)
-		for f in "$AFBUS_TOP"/transport-afbus/dbus-*.[ch]; do echo "$f dbus/${f##*/}"; done
-		for f in "$AFBUS_TOP"/transport-afbus/bus-*.[ch]; do echo "$f bus/${f##*/}"; done ;;
+	libdbus-afbus-sources)
+		for f in "$AFBUS_TOP"/transport-afbus/dbus/*.[ch]; do echo "$f dbus/${f##*/}"; done ;;
+	dbus-daemon-afbus-sources)
+		for f in "$AFBUS_TOP"/transport-afbus/bus/*.[ch]; do echo "$f bus/${f##*/}"; done ;;
 	policy-sources)
 		for f in "$AFBUS_TOP"/policy/bus-*.[ch]; do echo "$f bus/${f##*/}"; done ;;
 	libnfdbus)
@@ -66,7 +67,7 @@ new_files() {
 		echo "$KERNEL_HDR/include/linux/netfilter/nfdbus.h afbus-include/linux/netfilter/nfdbus.h" ;;
 	esac
 }
-NEW_PATCHES="transport-afbus-sources policy-sources libnfdbus kernel-uapi-headers"
+NEW_PATCHES="libdbus-afbus-sources dbus-daemon-afbus-sources policy-sources libnfdbus kernel-uapi-headers"
 
 dbus_series_patches() {
 	[ -f "$DBUS_SERIES" ] || return 0
