@@ -18,6 +18,7 @@
 # content comparison, so editing one file recompiles only that file.
 #
 # Outputs: $DBUS_STAGE/usr/{bin,lib,libexec,share}, $DBUS_STAGE/etc.
+# With --fetch-source it only does step 1 and prints the .dsc's path.
 set -eu
 . "$(dirname "$0")/common.sh"
 
@@ -172,6 +173,11 @@ sync_new_sources() {
 main() {
 	local dsc key
 	mkdir -p "$AFBUS_BUILD"
+	# --fetch-source: only step 1, and print the .dsc (build-aux/dbus-tree.sh)
+	if [ "${1:-}" = --fetch-source ]; then
+		fetch_source
+		return 0
+	fi
 	: >"$LOG"
 	dsc=$(fetch_source)
 	key=$(build_key "$dsc")
