@@ -451,8 +451,12 @@ bus_afbus_policy_join (DBusConnection *connection,
   return TRUE;
 }
 
-void
-bus_afbus_policy_reload_begin (BusContext *context)
+/* ReloadConfig, before the clients get their new policies: the old
+ * configuration's policies are kept apart, since the addresses of its
+ * rules, which make their keys (policy_key()), may be those of new
+ * rules once they are freed. */
+static void
+policy_reload_begin (BusContext *context)
 {
   BusAfbusPolicy *policy = bus_context_get_afbus (context)->policy;
   DBusList *link;
@@ -473,8 +477,9 @@ bus_afbus_policy_reload_begin (BusContext *context)
     }
 }
 
-void
-bus_afbus_policy_reload_end (BusContext *context)
+/* ReloadConfig, after: the old configuration's policies go. */
+static void
+policy_reload_end (BusContext *context)
 {
   BusAfbusPolicy *policy = bus_context_get_afbus (context)->policy;
   struct nfdbus *nfdbus = NULL;
@@ -500,6 +505,33 @@ bus_afbus_policy_reload_end (BusContext *context)
       _dbus_hash_table_unref (pb->old_ids);
       pb->old_ids = NULL;
     }
+}
+
+static dbus_bool_t
+policy_join_one (DBusConnection *connection,
+                 void           *data)
+{
+  return bus_afbus_policy_join (connection, data);
+}
+
+/**
+ * ReloadConfig: every AF_BUS client gets the kernel policy of its new
+ * BusClientPolicy (bus_connections_reload_policy() made them), in the
+ * order they joined, until one fails (@error set); the old
+ * configuration's policies are then deleted (a client that kept one
+ * keeps it in the kernel: EBUSY).
+ */
+dbus_bool_t
+bus_afbus_policy_reload (BusContext *context,
+                         DBusError  *error)
+{
+  dbus_bool_t ok;
+
+  policy_reload_begin (context);
+  ok = bus_connections_foreach_active (bus_context_get_connections (context),
+                                       policy_join_one, error);
+  policy_reload_end (context);
+  return ok;
 }
 
 #else /* !DBUS_HAVE_AFBUS */
@@ -535,14 +567,11 @@ bus_afbus_policy_monitor (DBusConnection *connection,
   return TRUE;
 }
 
-void
-bus_afbus_policy_reload_begin (BusContext *context)
+dbus_bool_t
+bus_afbus_policy_reload (BusContext *context,
+                         DBusError  *error)
 {
-}
-
-void
-bus_afbus_policy_reload_end (BusContext *context)
-{
+  return TRUE;
 }
 
 #endif /* DBUS_HAVE_AFBUS */

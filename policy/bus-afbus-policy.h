@@ -25,8 +25,13 @@
 
 BusAfbusPolicy *bus_afbus_policy_new      (void);
 void        bus_afbus_policy_free         (BusAfbusPolicy *policy);
-/* (and the hooks of bus-afbus.h) */
+/* Hello (bus_afbus_join()), and a monitor that is none after all */
+dbus_bool_t bus_afbus_policy_join         (DBusConnection *connection,
+                                           DBusError      *error);
 dbus_bool_t bus_afbus_policy_monitor      (DBusConnection *connection,
+                                           DBusError      *error);
+/* ReloadConfig, once every connection has its new BusClientPolicy */
+dbus_bool_t bus_afbus_policy_reload       (BusContext     *context,
                                            DBusError      *error);
 
 #endif /* BUS_AFBUS_POLICY_H */

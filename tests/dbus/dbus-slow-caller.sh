@@ -4,7 +4,7 @@
 # receive queue fills (max_outgoing_bytes, 256 KiB here, is its receive
 # buffer); the service's libdbus keeps the later replies to it, in
 # order, in its outgoing queue until it reads, and answers its other
-# callers meanwhile (do_writing() in dbus-transport-afbus.c, dbus/0021),
+# callers meanwhile (do_writing() in dbus-transport-afbus.c, dbus/0002),
 # as dbus-daemon keeps what waits for a slow client in that client's own
 # queue.  Its calls to the daemon go on too (a system service asks the
 # daemon about each caller before answering).  Before, the service's

@@ -31,6 +31,15 @@ void            bus_afbus_legacy_detach       (DBusConnection *connection);
 dbus_bool_t     bus_afbus_legacy_is_relay     (BusContext     *context,
                                                const char     *name);
 DBusConnection *bus_afbus_legacy_outgoing     (DBusConnection *connection);
-/* (and the hooks of bus-afbus.h) */
+DBusConnection *bus_afbus_legacy_queue        (DBusConnection *sender,
+                                               DBusConnection *destination,
+                                               DBusMessage    *message,
+                                               dbus_uint64_t  *addr_p);
+dbus_bool_t     bus_afbus_legacy_multicasts   (DBusConnection *sender,
+                                               DBusMessage    *message);
+dbus_bool_t     bus_afbus_legacy_multicast    (DBusConnection *sender,
+                                               DBusMessage    *message,
+                                               DBusError      *error);
+/* (and bus_afbus_legacy_relay(), of bus-afbus.h) */
 
 #endif /* BUS_AFBUS_LEGACY_H */

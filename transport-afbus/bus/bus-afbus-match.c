@@ -113,9 +113,10 @@
  * that created the bus (or with CAP_NET_ADMIN).  The system bus listens
  * as root and then becomes messagebus (<user>); opened at the first
  * Hello, the socket would be messagebus's, and every request would fail
- * with EPERM.  So bus.c calls bus_afbus_nfdbus_open_early() once the
- * servers listen and before it changes user.  The socket is
- * close-on-exec (libnfdbus): activated services do not get it. */
+ * with EPERM.  So the daemon opens it when it takes charge of the bus
+ * (bus_afbus_check_kernel(), once the servers listen, before it changes
+ * user).  The socket is close-on-exec (libnfdbus): activated services
+ * do not get it. */
 struct BusAfbusMatch
 {
   struct nfdbus *nfdbus;        /**< NULL until opened */
@@ -222,8 +223,8 @@ bus_afbus_connection_bus (DBusConnection    *connection,
          bus_of_socket (fd, bus);
 }
 
-/* The netlink socket to nfdbus, opened by bus_afbus_nfdbus_open_early()
- * or else on first use; NULL with @error set when nfdbus cannot be
+/* The netlink socket to nfdbus, opened by bus_afbus_check_kernel() or
+ * else on first use; NULL with @error set when nfdbus cannot be
  * reached.  Also for bus-afbus-policy.c. */
 struct nfdbus *
 bus_afbus_nfdbus (BusContext *context,
@@ -237,20 +238,6 @@ bus_afbus_nfdbus (BusContext *context,
     bus_afbus_nfdbus_error (context, error, errno,
                             "Cannot reach the kernel's D-Bus match rules and policy (nfdbus)");
   return match->nfdbus;
-}
-
-void
-bus_afbus_nfdbus_open_early (BusContext *context)
-{
-  DBusError error = DBUS_ERROR_INIT;
-
-  if (bus_afbus_server (context) != NULL &&
-      bus_afbus_nfdbus (context, &error) == NULL)
-    {
-      bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
-                       "AF_BUS clients cannot join: %s", error.message);
-      dbus_error_free (&error);
-    }
 }
 
 static dbus_bool_t
@@ -568,9 +555,10 @@ kernel_rule (BusMatchRule   *rule,
 }
 
 /* The address the rule's sender has, if any.  A well-known sender's
- * address is held by the rule from then on, until the rule is freed
- * (bus_match_rule_unref() gives it back), so that the name keeps the
- * address the kernel's copy of the rule names.  FALSE if no memory. */
+ * address is held by the rule from then on (BUS_AFBUS_RULE_NAME), until
+ * the rule is freed (bus_afbus_remove_match() gives it back), so that
+ * the name keeps the address the kernel's copy of the rule names.  FALSE
+ * if no memory. */
 static dbus_bool_t
 rule_sender_addr (BusAfbusNames *names,
                   BusMatchRule  *rule,
@@ -579,6 +567,7 @@ rule_sender_addr (BusAfbusNames *names,
                   DBusError     *error)
 {
   const char *sender = bus_match_rule_get_sender (rule);
+  unsigned int state = bus_match_rule_get_afbus (rule);
 
   *has_addr = FALSE;
   if (sender == NULL)
@@ -586,11 +575,11 @@ rule_sender_addr (BusAfbusNames *names,
 
   if (sender[0] == ':')
     *has_addr = _dbus_afbus_addr_from_unique_name (sender, addr);
-  else if (bus_match_rule_get_afbus_holds_name (rule))
+  else if (state & BUS_AFBUS_RULE_NAME)
     *has_addr = bus_afbus_name_addr (names, sender, addr);
   else if (bus_afbus_name_addr_ref (names, sender, addr))
     {
-      bus_match_rule_set_afbus_holds_name (rule, names);
+      bus_match_rule_set_afbus (rule, state | BUS_AFBUS_RULE_NAME);
       *has_addr = TRUE;
     }
   else
@@ -632,68 +621,67 @@ bus_afbus_add_match (DBusConnection *connection,
   err = nfdbus_add_match (nfdbus, &bus, peer, text,
                           has_sender_addr ? &sender_addr : NULL);
   if (err < 0)
-    bus_afbus_nfdbus_error (context, error, -err,
-                            "The kernel does not take the match rule");
+    {
+      bus_afbus_nfdbus_error (context, error, -err,
+                              "The kernel does not take the match rule");
+    }
   else
-    _dbus_verbose ("nfdbus: %s for %s\n", text,
-                   bus_connection_get_name (connection));
+    {
+      bus_match_rule_set_afbus (rule, bus_match_rule_get_afbus (rule) |
+                                      BUS_AFBUS_RULE_KERNEL);
+      _dbus_verbose ("nfdbus: %s for %s\n", text,
+                     bus_connection_get_name (connection));
+    }
 
   dbus_free (text);
   return err == 0;
 }
 
+/* What bus_afbus_add_match() did for @rule is undone: RemoveMatch,
+ * AddMatch failed after all, or the connection became a monitor (the
+ * rule is freed: bus_afbus_rule_freed()).  The kernel forgets the rules
+ * of a client that left by itself; the rule's name gives its address
+ * back in any case. */
 void
 bus_afbus_remove_match (DBusConnection *connection,
                         BusMatchRule   *rule)
 {
-  struct nfdbus *nfdbus =
-    match_of (bus_connection_get_context (connection))->nfdbus;
+  BusContext *context = bus_connection_get_context (connection);
+  struct nfdbus *nfdbus = match_of (context)->nfdbus;
+  unsigned int state = bus_match_rule_get_afbus (rule);
   DBusError error = DBUS_ERROR_INIT;
   struct nfdbus_bus bus;
   dbus_uint64_t peer;
   char *text;
   int err;
 
-  if (!bus_afbus_connection_bus (connection, &bus, &peer) || nfdbus == NULL)
-    return;
+  bus_match_rule_set_afbus (rule, state & ~(BUS_AFBUS_RULE_KERNEL |
+                                            BUS_AFBUS_RULE_NAME));
 
-  if (!kernel_rule (rule, &text, &error))
+  if ((state & BUS_AFBUS_RULE_KERNEL) &&
+      dbus_connection_get_is_connected (connection) &&
+      bus_afbus_connection_bus (connection, &bus, &peer) && nfdbus != NULL)
     {
-      /* Without memory the kernel keeps the rule, and the client the
-       * signals it matches. */
-      dbus_error_free (&error);
-      return;
+      if (!kernel_rule (rule, &text, &error))
+        {
+          /* Without memory the kernel keeps the rule, and the client the
+           * signals it matches. */
+          dbus_error_free (&error);
+        }
+      else
+        {
+          /* ENOENT: the client is gone, and its rules with it. */
+          err = nfdbus_remove_match (nfdbus, &bus, peer, text);
+          if (err < 0 && err != -ENOENT)
+            _dbus_verbose ("nfdbus: cannot remove %s: %s\n", text,
+                           _dbus_strerror (-err));
+          dbus_free (text);
+        }
     }
 
-  /* ENOENT: the client is gone, and its rules with it. */
-  err = nfdbus_remove_match (nfdbus, &bus, peer, text);
-  if (err < 0 && err != -ENOENT)
-    _dbus_verbose ("nfdbus: cannot remove %s: %s\n", text,
-                   _dbus_strerror (-err));
-
-  dbus_free (text);
-}
-
-/* The client became a monitor: its match rules are gone, and the
- * kernel's copies of them too (a monitor gets every signal it wants
- * from the daemon, see bus-afbus-monitor.c). */
-void
-bus_afbus_match_flush (DBusConnection *connection)
-{
-  struct nfdbus *nfdbus =
-    match_of (bus_connection_get_context (connection))->nfdbus;
-  struct nfdbus_bus bus;
-  dbus_uint64_t peer;
-  int err;
-
-  if (!bus_afbus_connection_bus (connection, &bus, &peer) || nfdbus == NULL)
-    return;
-
-  /* ENOENT: it had none. */
-  err = nfdbus_flush (nfdbus, &bus, peer);
-  if (err < 0 && err != -ENOENT)
-    _dbus_verbose ("nfdbus: cannot remove the rules of %s: %s\n",
-                   bus_connection_get_name (connection), _dbus_strerror (-err));
+  if (state & BUS_AFBUS_RULE_NAME)
+    bus_afbus_name_addr_unref (bus_context_get_afbus (context)->names,
+                               bus_match_rule_get_sender (rule));
 }
 
 #else /* !DBUS_HAVE_AFBUS */
@@ -728,16 +716,6 @@ bus_afbus_match_set_monitor (DBusConnection *connection,
                              DBusError      *error)
 {
   return TRUE;
-}
-
-void
-bus_afbus_match_flush (DBusConnection *connection)
-{
-}
-
-void
-bus_afbus_nfdbus_open_early (BusContext *context)
-{
 }
 
 dbus_bool_t

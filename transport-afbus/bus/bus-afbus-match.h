@@ -30,7 +30,12 @@ BusAfbusMatch *bus_afbus_match_new (void);
 void        bus_afbus_match_free   (BusAfbusMatch  *match);
 dbus_bool_t bus_afbus_match_manage (DBusConnection *connection,
                                     DBusError      *error);
-/* (and the hooks of bus-afbus.h) */
+/* Once the daemon listens and knows its limits: the kernel takes charge
+ * of the AF_BUS bus (the nfdbus socket opened now, before the daemon
+ * drops its privileges), or the daemon logs why not and stops listening
+ * on it (FALSE, with @error, only when no other address is left). */
+dbus_bool_t bus_afbus_check_kernel (BusContext     *context,
+                                    DBusError      *error);
 #ifdef DBUS_HAVE_AFBUS
 struct nfdbus;
 struct nfdbus_bus;
@@ -48,12 +53,14 @@ dbus_bool_t    bus_afbus_connection_bus (DBusConnection    *connection,
  * which happens when the first client joins, before its policy is made. */
 dbus_bool_t    bus_afbus_kernel_tracks_replies (BusContext *context);
 #endif
+/* AddMatch: the kernel's copy of @rule; bus_afbus_remove_match() when
+ * the rule is freed.  The rule's BUS_AFBUS_RULE_KERNEL and
+ * BUS_AFBUS_RULE_NAME (bus-afbus-state.h) say what there is to undo. */
 dbus_bool_t bus_afbus_add_match    (DBusConnection *connection,
                                     BusMatchRule   *rule,
                                     DBusError      *error);
 void        bus_afbus_remove_match (DBusConnection *connection,
                                     BusMatchRule   *rule);
-void        bus_afbus_match_flush  (DBusConnection *connection);
 /* The connection becomes a monitor, or does not after all: the kernel
  * awaits no reply to the copies of calls the daemon sends it. */
 dbus_bool_t bus_afbus_match_set_monitor (DBusConnection *connection,

@@ -674,12 +674,31 @@ tap_open (BusContext *context,
   return FALSE;
 }
 
+/* The transaction of BecomeMonitor is over (executed, or cancelled): a
+ * connection that did not become a monitor after all (no memory to give
+ * up its names, or the kernel refused a move of their addresses) is no
+ * monitor for the kernel either. */
+static void
+monitor_add_over (void *data)
+{
+  DBusConnection *connection = data;
+
+  if (!bus_connection_is_monitor (connection))
+    bus_afbus_monitor_remove (connection);
+  dbus_connection_unref (connection);
+}
+
 /**
- * A connection becomes a monitor: on an AF_BUS bus the kernel copies the
- * bus for the monitors from now on.
+ * A connection becomes a monitor (BecomeMonitor, within @transaction):
+ * on an AF_BUS bus the kernel copies the bus for the monitors from now
+ * on.  Undone when @transaction is over if the connection did not become
+ * a monitor after all.  Its match rules, freed when it becomes one,
+ * leave the kernel and the eavesdroppers with it (bus_afbus_rule_freed()):
+ * a monitor gets the signals it wants from the daemon's copies.
  */
 dbus_bool_t
 bus_afbus_monitor_add (DBusConnection *monitor,
+                       BusTransaction *transaction,
                        DBusError      *error)
 {
   BusContext *context = bus_connection_get_context (monitor);
@@ -714,6 +733,16 @@ bus_afbus_monitor_add (DBusConnection *monitor,
    * them: its calls to peers that leave wait for their own timeouts. */
   bus_afbus_peers_drop (monitor);
 
+  if (!bus_transaction_add_cancel_hook (transaction, NULL,
+                                        dbus_connection_ref (monitor),
+                                        monitor_add_over))
+    {
+      dbus_connection_unref (monitor);
+      bus_afbus_monitor_remove (monitor);
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+
   return TRUE;
 }
 
@@ -738,18 +767,6 @@ bus_afbus_monitor_remove (DBusConnection *monitor)
 }
 
 /**
- * BecomeMonitor succeeded (nothing can fail any more): @monitor's match
- * rules are gone, so it is no eavesdropper any more, and they leave the
- * kernel too: a monitor gets its signals from the daemon's copies.
- */
-void
-bus_afbus_monitor_committed (DBusConnection *monitor)
-{
-  bus_afbus_monitor_drop_eavesdropper (monitor);
-  bus_afbus_match_flush (monitor);
-}
-
-/**
  * AddMatch: an eavesdropping @rule makes @connection an eavesdropper,
  * and has the kernel copy the bus for it.  Other rules: nothing to do.
  */
@@ -769,6 +786,8 @@ bus_afbus_monitor_add_eavesdropper (DBusConnection *connection,
       BUS_SET_OOM (error);
       return FALSE;
     }
+  bus_match_rule_set_afbus (rule, bus_match_rule_get_afbus (rule) |
+                                  BUS_AFBUS_RULE_EAVESDROPS);
 
   if (!tap_open (context, error))
     {
@@ -780,18 +799,24 @@ bus_afbus_monitor_add_eavesdropper (DBusConnection *connection,
 }
 
 /**
- * RemoveMatch, or AddMatch failed after all: one eavesdropping rule of
- * @connection is gone.
+ * An eavesdropping rule of @connection is gone (RemoveMatch, AddMatch
+ * failed after all, the connection became a monitor: the rule was
+ * freed).  A connection that left stays an eavesdropper until
+ * bus_afbus_connection_closed(), as it was before.
  */
 void
 bus_afbus_monitor_remove_eavesdropper (DBusConnection *connection,
                                        BusMatchRule   *rule)
 {
   BusAfbusMonitor *m = monitor_of (bus_connection_get_context (connection));
+  unsigned int state = bus_match_rule_get_afbus (rule);
 
-  if (!bus_match_rule_get_client_is_eavesdropping (rule))
+  if (!(state & BUS_AFBUS_RULE_EAVESDROPS))
     return;
+  bus_match_rule_set_afbus (rule, state & ~BUS_AFBUS_RULE_EAVESDROPS);
 
+  if (!dbus_connection_get_is_connected (connection))
+    return;
   _dbus_list_remove_last (&m->eavesdroppers, connection);
   tap_close_if_unused (m);
 }
@@ -876,6 +901,7 @@ bus_afbus_monitor_free (BusAfbusMonitor *m)
 
 dbus_bool_t
 bus_afbus_monitor_add (DBusConnection *monitor,
+                       BusTransaction *transaction,
                        DBusError      *error)
 {
   return TRUE;
@@ -883,11 +909,6 @@ bus_afbus_monitor_add (DBusConnection *monitor,
 
 void
 bus_afbus_monitor_remove (DBusConnection *monitor)
-{
-}
-
-void
-bus_afbus_monitor_committed (DBusConnection *monitor)
 {
 }
 

@@ -27,7 +27,12 @@
 
 BusAfbusMonitor *bus_afbus_monitor_new           (void);
 void        bus_afbus_monitor_free                (BusAfbusMonitor *m);
-/* (and the hooks of bus-afbus.h) */
+/* (and the monitors' functions of bus-afbus.h) */
+void        bus_afbus_monitor_remove              (DBusConnection *monitor);
+dbus_bool_t bus_afbus_monitor_eavesdrop_from_tap  (BusContext     *context,
+                                                   DBusConnection *sender,
+                                                   DBusMessage    *message);
+/* AddMatch and the match rule's end (BUS_AFBUS_RULE_EAVESDROPS) */
 dbus_bool_t bus_afbus_monitor_add_eavesdropper    (DBusConnection *connection,
                                                    BusMatchRule   *rule,
                                                    DBusError      *error);

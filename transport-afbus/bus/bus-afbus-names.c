@@ -102,7 +102,7 @@ bus_afbus_owner (BusContext *context,
 
 #ifdef DBUS_HAVE_AFBUS
 
-/* The AF_BUS server the daemon listens on (bus_afbus_check_listen(): at
+/* The AF_BUS server the daemon listens on (check_listen() in bus-afbus.c: at
  * most one), or NULL. */
 DBusServer *
 bus_afbus_server (BusContext *context)

@@ -53,7 +53,8 @@ dbus_bool_t bus_afbus_name_addr_pin       (BusAfbusNames  *names,
 dbus_bool_t bus_afbus_name_addr_ref       (BusAfbusNames  *names,
                                            const char     *name,
                                            dbus_uint64_t  *addr);
-/* (and bus_afbus_name_addr_unref(), a hook of bus-afbus.h) */
+void        bus_afbus_name_addr_unref     (BusAfbusNames  *names,
+                                           const char     *name);
 dbus_bool_t bus_afbus_names_move          (BusTransaction *transaction,
                                            const char     *name,
                                            DBusConnection *old_conn,

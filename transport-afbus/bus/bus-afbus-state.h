@@ -36,6 +36,17 @@ typedef struct BusAfbusPeers BusAfbusPeers;       /* bus-afbus-peers.c */
 typedef struct BusAfbusLegacy BusAfbusLegacy;     /* bus-afbus-legacy.c */
 typedef struct BusAfbusMonitor BusAfbusMonitor;   /* bus-afbus-monitor.c */
 
+/* What the AF_BUS code made of a match rule an AF_BUS client added
+ * (bus_match_rule_get_afbus()), which bus_afbus_rule_freed() undoes. */
+#define BUS_AFBUS_RULE_KERNEL     (1u << 0)  /* a copy in the kernel
+                                              * (bus-afbus-match.c) */
+#define BUS_AFBUS_RULE_NAME       (1u << 1)  /* it holds the address of
+                                              * its well-known sender
+                                              * (bus-afbus-names.c) */
+#define BUS_AFBUS_RULE_EAVESDROPS (1u << 2)  /* its connection counts as
+                                              * an eavesdropper
+                                              * (bus-afbus-monitor.c) */
+
 struct BusAfbus
 {
   BusAfbusNames *names;

@@ -67,9 +67,9 @@
  *   also says, for a method call the daemon forwarded to an AF_BUS
  *   client (not a legacy one), which client is to answer call @serial
  *   through the kernel (serial 0 and "" otherwise): the daemon keeps no
- *   pending reply for it (bus_afbus_kernel_awaits_reply()), and the
- *   caller's library watches the callee, as for its direct calls, to
- *   answer NoReply if the callee leaves first.
+ *   pending reply for it (kernel_awaits_reply()), and the caller's
+ *   library watches the callee, as for its direct calls, to answer
+ *   NoReply if the callee leaves first.
  *
  * - When an AF_BUS client leaves, the signal
  *   org.freedesktop.DBus.AF_BUS.PeerGone (s unique-name) goes to the
@@ -201,7 +201,10 @@ bus_afbus_cmdline_addresses (DBusList  **list,
  * AddMatch: an AF_BUS client's @rule goes to the kernel too (its
  * signals come from its peers through the kernel, bus-afbus-match.c),
  * and an eavesdropping rule has the kernel copy the bus for it
- * (bus-afbus-monitor.c).  Undone by bus_afbus_rule_removed().
+ * (bus-afbus-monitor.c).  The rule says so (bus_match_rule_set_afbus()),
+ * and bus_afbus_rule_freed() undoes it when the rule goes: RemoveMatch,
+ * AddMatch failing after all, the connection becoming a monitor or
+ * leaving.
  */
 dbus_bool_t
 bus_afbus_rule_added (DBusConnection *connection,
@@ -220,13 +223,121 @@ bus_afbus_rule_added (DBusConnection *connection,
   return TRUE;
 }
 
-/* RemoveMatch, or an AddMatch undone. */
+static dbus_bool_t check_listen        (BusContext     *context,
+                                        DBusError      *error);
+static dbus_bool_t kernel_awaits_reply (DBusConnection *sender,
+                                        DBusConnection *recipient);
+
+/* A match rule that bus_afbus_rule_added() took is freed (signals.c). */
 void
-bus_afbus_rule_removed (DBusConnection *connection,
-                        BusMatchRule   *rule)
+bus_afbus_rule_freed (DBusConnection *connection,
+                      BusMatchRule   *rule)
 {
   bus_afbus_monitor_remove_eavesdropper (connection, rule);
   bus_afbus_remove_match (connection, rule);
+}
+
+/**
+ * The configuration is loaded (@is_reload: ReloadConfig), once the
+ * daemon listens and every connection has its new BusClientPolicy, and
+ * before the bus's address is made from its servers'.  The first time:
+ * one AF_BUS address at most, and the kernel takes charge of the bus
+ * (or the daemon stops listening on it, bus-afbus-match.c).  On reload:
+ * the AF_BUS clients get their new policies in the kernel
+ * (bus-afbus-policy.c).  Each time: the bus takes the largest message
+ * the configuration allows, and receive buffers for what the daemon
+ * would queue for its connections; without them the bus still works
+ * for smaller messages and slower bursts (a warning says so).  FALSE
+ * with @error set on failure.
+ */
+dbus_bool_t
+bus_afbus_config_loaded (BusContext  *context,
+                         dbus_bool_t  is_reload,
+                         DBusError   *error)
+{
+  DBusList **servers = bus_context_get_servers (context);
+  long max_message_size = bus_context_get_max_message_size (context);
+  long max_outgoing_bytes = bus_context_get_max_outgoing_bytes (context);
+  DBusList *link;
+
+  if (!is_reload)
+    {
+      if (!check_listen (context, error) ||
+          !bus_afbus_check_kernel (context, error))
+        return FALSE;
+    }
+  else if (!bus_afbus_policy_reload (context, error))
+    {
+      return FALSE;
+    }
+
+  for (link = _dbus_list_get_last_link (servers); link != NULL;
+       link = _dbus_list_get_prev_link (servers, link))
+    {
+      DBusError tmp_error = DBUS_ERROR_INIT;
+
+      if (!_dbus_server_afbus_set_limits (link->data, max_message_size,
+                                          max_outgoing_bytes, &tmp_error))
+        {
+          bus_context_log (context, DBUS_SYSTEM_LOG_WARNING, "%s",
+                           tmp_error.message);
+          dbus_error_free (&tmp_error);
+        }
+    }
+
+  return TRUE;
+}
+
+/**
+ * bus_context_check_security_policy(): the connection whose outgoing
+ * queue @message waits in on its way to @recipient, for the limits on
+ * that queue: @recipient's own, but a legacy client's is one of its
+ * AF_BUS pair's (bus-afbus-legacy.c).  And whether the kernel, not the
+ * daemon, awaits the reply if @message is a method call that @sender
+ * (NULL: the bus driver) makes of @recipient (kernel_awaits_reply()).
+ */
+DBusConnection *
+bus_afbus_recipient_queue (DBusConnection *sender,
+                           DBusConnection *recipient,
+                           DBusMessage    *message,
+                           dbus_bool_t    *kernel_awaits)
+{
+  *kernel_awaits = sender != NULL &&
+    dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
+    !dbus_message_get_no_reply (message) &&
+    kernel_awaits_reply (sender, recipient);
+
+  return bus_afbus_legacy_queue (sender, recipient, message, NULL);
+}
+
+/**
+ * bus_dispatch_matches(), once @message went to its addressed recipient
+ * (if any): whether the kernel delivers it to the connections whose
+ * match rules it matches (*@done), which the daemon then leaves alone.
+ * A legacy client's signal for everybody is a kernel multicast from its
+ * AF_BUS address, which nfdbus filters by the match rules
+ * (bus-afbus-legacy.c); an AF_BUS client's message to a destination
+ * reaches eavesdroppers from the kernel's copy of the bus
+ * (bus-afbus-monitor.c), its broadcasts being kernel multicasts.  FALSE
+ * with @error set if the multicast failed.
+ */
+dbus_bool_t
+bus_afbus_dispatch_matches (BusContext     *context,
+                            DBusConnection *sender,
+                            DBusConnection *addressed_recipient,
+                            DBusMessage    *message,
+                            dbus_bool_t    *done,
+                            DBusError      *error)
+{
+  if (addressed_recipient == NULL &&
+      bus_afbus_legacy_multicasts (sender, message))
+    {
+      *done = TRUE;
+      return bus_afbus_legacy_multicast (sender, message, error);
+    }
+
+  *done = bus_afbus_monitor_eavesdrop_from_tap (context, sender, message);
+  return TRUE;
 }
 
 #ifdef DBUS_HAVE_AFBUS
@@ -261,16 +372,16 @@ bus_afbus_skip_listen (BusContext *context,
   return TRUE;
 }
 
-/**
+/*
  * Refuses a configuration that listens on more than one AF_BUS address.
  * The daemon names its AF_BUS clients after their kernel addresses
  * (":0.<hex>", which the kernel's SENDER check knows), and each bus
  * gives out the same addresses: two buses would give two clients one
  * unique name.  Called once the daemon listens on all its addresses.
  */
-dbus_bool_t
-bus_afbus_check_listen (BusContext *context,
-                        DBusError  *error)
+static dbus_bool_t
+check_listen (BusContext *context,
+              DBusError  *error)
 {
   const char *skipped_listen = bus_context_get_afbus (context)->skipped_listen;
   DBusList **servers = bus_context_get_servers (context);
@@ -479,9 +590,9 @@ bus_afbus_name_owner_changed (BusTransaction *transaction,
  * its direct calls.  Calls to and from legacy clients keep the daemon's
  * record: the daemon sees their replies (through the legacy bridge).
  */
-dbus_bool_t
-bus_afbus_kernel_awaits_reply (DBusConnection *sender,
-                               DBusConnection *recipient)
+static dbus_bool_t
+kernel_awaits_reply (DBusConnection *sender,
+                     DBusConnection *recipient)
 {
   return bus_afbus_kernel_tracks_replies (bus_connection_get_context (sender)) &&
          bus_afbus_connection_is_afbus (sender) &&
@@ -540,11 +651,11 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
 
   /* The call @forwarded went to @owner, which answers it through the
    * kernel: the sender watches @owner for it
-   * (bus_afbus_kernel_awaits_reply()). */
+   * (kernel_awaits_reply()). */
   if (forwarded != NULL && owner_name[0] != '\0' &&
       dbus_message_get_type (forwarded) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
       !dbus_message_get_no_reply (forwarded) &&
-      bus_afbus_kernel_awaits_reply (sender, owner))
+      kernel_awaits_reply (sender, owner))
     {
       serial = dbus_message_get_serial (forwarded);
       callee = owner_name;
@@ -619,9 +730,9 @@ bus_afbus_skip_listen (BusContext *context,
   return FALSE;
 }
 
-dbus_bool_t
-bus_afbus_check_listen (BusContext *context,
-                        DBusError  *error)
+static dbus_bool_t
+check_listen (BusContext *context,
+              DBusError  *error)
 {
   return TRUE;
 }
@@ -668,12 +779,11 @@ bus_afbus_forwarded_after_dispatch (BusContext     *context,
 {
 }
 
-dbus_bool_t
-bus_afbus_kernel_awaits_reply (DBusConnection *sender,
-                               DBusConnection *recipient)
+static dbus_bool_t
+kernel_awaits_reply (DBusConnection *sender,
+                     DBusConnection *recipient)
 {
   return FALSE;
 }
-
 
 #endif /* DBUS_HAVE_AFBUS */

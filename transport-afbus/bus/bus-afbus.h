@@ -21,86 +21,56 @@
 #include <dbus/dbus.h>
 #include <dbus/dbus-list.h>
 #include <dbus/dbus-string.h>
+#include <dbus/dbus-sysdeps-afbus.h>
 #include "connection.h"
+#include "signals.h"
 #include "bus-afbus-state.h"
 
 /*
- * The daemon's AF_BUS code as upstream's files call it: this header is
- * the only one of the AF_BUS project that they include.  The functions
- * are grouped by the file that defines them; what those files call of
- * each other is in their own headers.
+ * dbus-daemon as the master of an AF_BUS bus, as upstream's files call
+ * it: the only header of the AF_BUS project they include, and these are
+ * all the functions they call, grouped by the upstream file that calls
+ * them.  bus-afbus.c defines them, but for those that belong to one
+ * part (bus-afbus-peers.c, -legacy.c, -monitor.c, as said beside them);
+ * what the AF_BUS files call of each other is in their own headers.  On
+ * a system without AF_BUS, or for connections of other transports, they
+ * do nothing.
  */
 
-/* bus-afbus.c: the state, listening, a client's life on the bus */
+/* bus.c: the state the BusContext owns, listening, the configuration */
 BusAfbus   *bus_afbus_new                 (void);
 void        bus_afbus_free                (BusAfbus       *afbus);
-dbus_bool_t bus_afbus_check_listen        (BusContext     *context,
-                                           DBusError      *error);
-dbus_bool_t bus_afbus_skip_listen         (BusContext     *context,
-                                           const char     *address,
-                                           DBusError      *error);
 dbus_bool_t bus_afbus_cmdline_addresses   (DBusList      **list,
                                            const char     *address,
                                            DBusList      **config);
+dbus_bool_t bus_afbus_skip_listen         (BusContext     *context,
+                                           const char     *address,
+                                           DBusError      *error);
+dbus_bool_t bus_afbus_config_loaded       (BusContext     *context,
+                                           dbus_bool_t     is_reload,
+                                           DBusError      *error);
+DBusConnection *bus_afbus_recipient_queue (DBusConnection *sender,
+                                           DBusConnection *recipient,
+                                           DBusMessage    *message,
+                                           dbus_bool_t    *kernel_awaits_reply);
+
+/* driver.c: a client's Hello, name owners, match rules */
 dbus_bool_t bus_afbus_hello_name          (DBusConnection *connection,
                                            DBusString     *name,
                                            DBusError      *error);
 dbus_bool_t bus_afbus_join                (DBusConnection *connection,
                                            BusTransaction *transaction,
                                            DBusError      *error);
-void        bus_afbus_connection_closed   (DBusConnection *connection);
-dbus_bool_t bus_afbus_rule_added          (DBusConnection *connection,
-                                           BusMatchRule   *rule,
-                                           DBusError      *error);
-void        bus_afbus_rule_removed        (DBusConnection *connection,
-                                           BusMatchRule   *rule);
 dbus_bool_t bus_afbus_name_owner_changed  (BusTransaction *transaction,
                                            const char     *name,
                                            const char     *old_owner,
                                            const char     *new_owner,
                                            DBusError      *error);
-dbus_bool_t bus_afbus_send_forwarded      (BusTransaction *transaction,
-                                           DBusConnection *sender,
-                                           const char     *name,
-                                           dbus_bool_t     give_address,
-                                           DBusMessage    *message,
+dbus_bool_t bus_afbus_rule_added          (DBusConnection *connection,
+                                           BusMatchRule   *rule,
                                            DBusError      *error);
-void        bus_afbus_forwarded_after_dispatch (BusContext     *context,
-                                           DBusConnection *sender,
-                                           const char     *name,
-                                           DBusMessage    *message);
-/* Whether the kernel, not the daemon, awaits the reply to a call the
- * daemon forwards from @sender to @recipient (both AF_BUS clients, not
- * legacy ones, on a kernel that tracks replies): the callee answers
- * through the kernel, and the daemon would never see the reply. */
-dbus_bool_t bus_afbus_kernel_awaits_reply (DBusConnection *sender,
-                                           DBusConnection *recipient);
-
-/* bus-afbus-names.c: a match rule gives back the address of the name it
- * held (bus_match_rule_set_afbus_holds_name()) */
-void        bus_afbus_name_addr_unref     (BusAfbusNames  *names,
-                                           const char     *name);
-
-/* bus-afbus-match.c: the kernel's nfdbus family */
-/* Opens the netlink socket to the kernel's match rules and policy now if
- * the daemon listens on AF_BUS: call it before dropping privileges.
- * Logs a failure; the first Hello tries again. */
-void        bus_afbus_nfdbus_open_early   (BusContext     *context);
-/* Once the daemon listens and knows its limits: the kernel takes charge
- * of the AF_BUS bus, or the daemon logs why not and stops listening on
- * it (FALSE, with @error, only when no other address is left). */
-dbus_bool_t bus_afbus_check_kernel        (BusContext     *context,
-                                           DBusError      *error);
-
-/* policy/bus-afbus-policy.c: the bus policy of AF_BUS clients in the
- * kernel */
-dbus_bool_t bus_afbus_policy_join         (DBusConnection *connection,
-                                           DBusError      *error);
-void        bus_afbus_policy_reload_begin (BusContext     *context);
-void        bus_afbus_policy_reload_end   (BusContext     *context);
-
-/* bus-afbus-peers.c: org.freedesktop.DBus.AF_BUS.WatchPeer (s name) and
- * UnwatchPeer (s name), handlers of the bus driver */
+/* driver.c: org.freedesktop.DBus.AF_BUS.WatchPeer (s name) and
+ * UnwatchPeer (s name), handlers of the bus driver (bus-afbus-peers.c) */
 dbus_bool_t bus_afbus_peers_handle_watch   (DBusConnection *connection,
                                             BusTransaction *transaction,
                                             DBusMessage    *message,
@@ -110,32 +80,42 @@ dbus_bool_t bus_afbus_peers_handle_unwatch (DBusConnection *connection,
                                             DBusMessage    *message,
                                             DBusError      *error);
 
-/* bus-afbus-legacy.c: legacy clients bridged onto the AF_BUS bus */
-DBusConnection *bus_afbus_legacy_queue    (DBusConnection *sender,
-                                           DBusConnection *destination,
-                                           DBusMessage    *message,
-                                           dbus_uint64_t  *addr_p);
-DBusConnection *bus_afbus_legacy_relay    (DBusConnection *sender,
-                                           DBusConnection *destination,
-                                           DBusMessage    *message);
-dbus_bool_t bus_afbus_legacy_multicasts   (DBusConnection *sender,
-                                           DBusMessage    *message);
-dbus_bool_t bus_afbus_legacy_multicast    (DBusConnection *sender,
-                                           DBusMessage    *message,
-                                           DBusError      *error);
+/* signals.c: a match rule that bus_afbus_rule_added() took is freed */
+void        bus_afbus_rule_freed          (DBusConnection *connection,
+                                           BusMatchRule   *rule);
 
-/* bus-afbus-monitor.c: monitors and eavesdroppers see the direct
- * traffic */
+/* connection.c: a connection leaves, becomes a monitor
+ * (bus-afbus-monitor.c); the transaction's messages (the monitors':
+ * bus-afbus-monitor.c; the legacy clients': bus-afbus-legacy.c) */
+void        bus_afbus_connection_closed   (DBusConnection *connection);
 dbus_bool_t bus_afbus_monitor_add         (DBusConnection *monitor,
+                                           BusTransaction *transaction,
                                            DBusError      *error);
-void        bus_afbus_monitor_remove      (DBusConnection *monitor);
-void        bus_afbus_monitor_committed   (DBusConnection *monitor);
-dbus_bool_t bus_afbus_monitor_eavesdrop_from_tap (BusContext     *context,
-                                           DBusConnection *sender,
-                                           DBusMessage    *message);
-void        bus_afbus_monitor_drain       (BusContext     *context);
 dbus_bool_t bus_afbus_monitor_before_capture (BusContext     *context,
                                            DBusConnection *sender,
                                            DBusMessage    *message);
+DBusConnection *bus_afbus_legacy_relay    (DBusConnection *sender,
+                                           DBusConnection *destination,
+                                           DBusMessage    *message);
+
+/* dispatch.c, activation.c: dispatching a message (the monitors first:
+ * bus-afbus-monitor.c) */
+void        bus_afbus_monitor_drain       (BusContext     *context);
+dbus_bool_t bus_afbus_dispatch_matches    (BusContext     *context,
+                                           DBusConnection *sender,
+                                           DBusConnection *addressed_recipient,
+                                           DBusMessage    *message,
+                                           dbus_bool_t    *done,
+                                           DBusError      *error);
+void        bus_afbus_forwarded_after_dispatch (BusContext     *context,
+                                           DBusConnection *sender,
+                                           const char     *name,
+                                           DBusMessage    *message);
+dbus_bool_t bus_afbus_send_forwarded      (BusTransaction *transaction,
+                                           DBusConnection *sender,
+                                           const char     *name,
+                                           dbus_bool_t     give_address,
+                                           DBusMessage    *message,
+                                           DBusError      *error);
 
 #endif /* BUS_AFBUS_H */
