@@ -36,8 +36,8 @@
 #                           the shell).  A plain --check runs them too
 #                           after the busybox guest's, --debug --check does
 #                           not unless AFBUS_SYSTEM=1
-#   ./run-qemu.sh --bench   the benchmarks (`make bench`; README.md,
-#                           "Benchmarks") on the benchmark kernel
+#   ./run-qemu.sh --bench   the benchmarks (`make bench`; doc/benchmarks.md)
+#                           on the benchmark kernel
 #                           (kernel-patches/bench.config): one guest runs
 #                           them all in each mode, deterministic (QEMU's
 #                           instruction counter: guest time counts
@@ -50,8 +50,8 @@
 #                           the fork (build-aux/dbus-check.sh --pack), in the
 #                           Debian root file system, against the fork's
 #                           daemon on unix: and again on afbus:
-#                           (tests/upstream/; README.md, "Upstream's tests
-#                           on AF_BUS"); the last line is "N passed, N failed"
+#                           (tests/upstream/; doc/testing.md, "Upstream's
+#                           tests on AF_BUS"); the last line is "N passed, N failed"
 #   ./run-qemu.sh --profile perf profiles (`make profile`) of the afbus round
 #                           trip and signal fan-out, in the deterministic
 #                           mode, into build/bench/profile/
@@ -122,6 +122,9 @@ FUZZ_SECONDS=${AFBUS_FUZZ_SECONDS:-30}
 STRESS_MSGS=${AFBUS_STRESS_MSGS:-10000}
 GUEST_APPEND=
 CHECKPATCH_LOG=$AFBUS_BUILD/checkpatch.log
+# The documentation's shell blocks marked to run on the host
+# (tests/doc/run-blocks; doc/testing.md, "The documentation's commands").
+DOC_LOG=$AFBUS_BUILD/doc-blocks.log
 # The Debian root file system (build-aux/rootfs-image.sh), when attached.
 ROOTFS_IMG=$AFBUS_BUILD/rootfs.img
 ROOTFS=
@@ -254,6 +257,25 @@ guest_verdicts() {
 	fi
 }
 
+# doc_verdicts: the documentation's host blocks, one test each, added
+# to the totals; the failed ones are printed with their output.
+doc_verdicts() {
+	local p f
+	p=$(grep -c '^ok ' "$DOC_LOG" || true)
+	f=$(grep -c '^not ok ' "$DOC_LOG" || true)
+	if [ "$p" -gt 0 ] && [ "$f" = 0 ]; then
+		echo "ok - the documentation's $p host blocks run ($DOC_LOG)"
+	elif [ "$((p + f))" = 0 ]; then
+		echo "FAIL: the documentation's host blocks did not run ($DOC_LOG):"
+		head -n 5 "$DOC_LOG" | sed 's/^/  /'
+		f=1
+	else
+		echo "FAIL: $f of the documentation's host blocks fail ($DOC_LOG):"
+		sed -n '/^not ok /,/^ok /{/^ok /d;p;}' "$DOC_LOG" | head -n 60 | sed 's/^/  /'
+	fi
+	passed=$((passed + p)) failed=$((failed + f))
+}
+
 # Take the guest's counts, add the host's own verdicts, print the
 # offending lines, and print the final count line.  Returns 0 if all passed.
 report() {
@@ -272,6 +294,7 @@ report() {
 			head -n 20 | sed 's/^/  /'
 		failed=$((failed + 1))
 	fi
+	doc_verdicts
 	guest_verdicts guest "$qemu_rc" "$TIMEOUT" AFBUS_TIMEOUT
 
 	if [ -z "$ROOTFS" ]; then
@@ -357,7 +380,7 @@ use_debug_kernel() {
 BENCH_DIR=${AFBUS_BENCH_DIR:-$AFBUS_BUILD/bench}
 # Under -icount with -smp 2, QEMU 7.2's round-robin TCG never gives the
 # second CPU time once it waits for the first one during boot, so the
-# deterministic mode has one CPU (README.md, "Benchmarks").
+# deterministic mode has one CPU (doc/benchmarks.md, "Deterministic mode").
 ICOUNT_OPTS=shift=0,sleep=off
 
 # use_bench bench|profile
@@ -554,6 +577,8 @@ main() {
 	fi
 	"$AFBUS_TOP/build-aux/checkpatch.sh" >"$CHECKPATCH_LOG" 2>&1 ||
 		checkpatch_rc=$?
+	(cd "$AFBUS_TOP" && tests/doc/run-blocks host README.md doc/*.md) \
+		>"$DOC_LOG" 2>&1 </dev/null || true
 	run_qemu check timeout --foreground -k 10 "$TIMEOUT" </dev/null || rc=$?
 	report "$rc" "$checkpatch_rc"
 	if [ "${AFBUS_SYSTEM:-$((1 - debug))}" = 1 ]; then

@@ -8,6 +8,10 @@
 #   /usr/bin/guest-check          build/guest/guest-check
 #   /usr/bin/nfdbus-ctl           build/nfdbus/nfdbus-ctl (with libmnl)
 #   /usr/share/man/man8/nfdbus-ctl.8  nfdbus/nfdbus-ctl.8, its manual page
+#   /usr/share/doc/afbus/         README.md and doc/*.md, whose blocks marked
+#                                 runnable in the guest tests/dbus/doc-blocks.sh
+#                                 runs with /usr/libexec/afbus/run-blocks
+#                                 (tests/doc/run-blocks)
 #   /tests/kernel/NAME            the test binaries given as arguments
 #   /tests/fuzz/NAME              (those from a .../fuzz/ directory)
 #   /tests/unbuilt                names of those that do not exist (failed
@@ -125,6 +129,16 @@ add_dbus() {
 	done
 }
 
+# add_docs: the documentation, and the runner of its blocks.
+add_docs() {
+	local f
+	add_file /usr/share/doc/afbus/README.md "$AFBUS_TOP/README.md" 0644
+	for f in "$AFBUS_TOP"/doc/*.md; do
+		[ -f "$f" ] && add_file "/usr/share/doc/afbus/doc/${f##*/}" "$f" 0644
+	done
+	add_file /usr/libexec/afbus/run-blocks "$AFBUS_TOP/tests/doc/run-blocks"
+}
+
 BENCH_BIN=$AFBUS_BUILD/tests/bench
 
 # add_bench: the benchmark tools and the in-guest benchmark runner.
@@ -232,6 +246,7 @@ write_list() {
 		fi
 	done
 	add_file /tests/unbuilt "$WORK/unbuilt" 0644
+	add_docs
 	dbus_bins=()
 	add_dbus
 	add_bench
