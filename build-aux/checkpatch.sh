@@ -2,12 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Run the kernel's scripts/checkpatch.pl --strict on every patch of
-# kernel-patches/series.  Fails on any ERROR, WARNING or CHECK that is
-# not listed as a false positive in kernel-patches/README, section
-# "## checkpatch false positives", as lines of the form
+# kernel-patches/series (not on the cover letters, which are no patches).
+# Fails on any ERROR, WARNING or CHECK that is not listed as a false
+# positive in kernel-patches/README, section "## checkpatch false
+# positives", as lines of the form
 #   - PATCH-FILE TYPE: text
-# meaning: in PATCH-FILE (or `*` for any), a report of checkpatch type
-# TYPE (as shown by --show-types) whose message contains `text`.
+# meaning: in PATCH-FILE (its path in kernel-patches/, as the series
+# file names it, e.g. core/0002-net-bus-add-the-AF_BUS-socket-family.patch;
+# or `*` for any), a report of checkpatch type TYPE (as shown by
+# --show-types) whose message contains `text`.
 set -eu
 . "$(dirname "$0")/common.sh"
 

@@ -40,12 +40,21 @@ msg() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
 die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
 # Print the patch files named in the series, one per line, in order
-# (comments and blank lines dropped).  Prints nothing if there is no
-# series file.
+# (comments and blank lines dropped), as paths relative to
+# kernel-patches/: SERIES/NNNN-subject.patch, each directory one series
+# of patches sent together (core, netfilter, lsm; kernel-patches/README).
+# Prints nothing if there is no series file.
 series_patches() {
 	[ -f "$KERNEL_SERIES" ] || return 0
 	sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e 's/^[[:space:]]*//' \
 		"$KERNEL_SERIES" | grep -v '^$' || true
+}
+
+# Print the names of the series (the directories of series_patches), in
+# the order they apply.  Patches named without a directory belong to no
+# series.
+series_names() {
+	series_patches | sed -n 's|/.*||p' | awk '!seen[$0]++'
 }
 
 # Identify the kernel tarball: the Debian package version when it is

@@ -21,7 +21,8 @@ LOG=$AFBUS_BUILD/kernel-bisect.log
 kmake() { kernel_make "$SRC" "$OBJ" "$@"; }
 
 main() {
-	local commit subject n=0
+	local commit subject n=0 p
+	local -a patches
 
 	"$(dirname "$0")/kernel-build.sh"
 
@@ -30,15 +31,17 @@ main() {
 	mkdir -p "$OBJ"
 	: >"$LOG"
 
+	mapfile -t patches < <(series_patches)
 	for commit in $(git -C "$SRC" rev-list --reverse pristine..HEAD); do
 		n=$((n + 1))
 		subject=$(git -C "$SRC" log -1 --format=%s "$commit")
-		msg "patch $n: $subject"
+		p=${patches[n - 1]:-}
+		msg "patch $n/${#patches[@]} (${p%%-*}): $subject"
 		git -C "$SRC" checkout -q --force "$commit"
 		cp "$KERNEL_OBJ/.config" "$OBJ/.config"
 		kmake olddefconfig >>"$LOG" 2>&1
 		kmake -j"$(nproc)" bzImage >>"$LOG" 2>&1 ||
-			die "the kernel does not build at patch $n ($subject); see $LOG"
+			die "the kernel does not build at patch $n, $p ($subject); see $LOG"
 	done
 	[ $n -gt 0 ] || die "the series is empty"
 	msg "all $n patches build on their own"

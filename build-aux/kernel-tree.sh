@@ -3,7 +3,12 @@
 #
 # Create or update a patched kernel source tree: the Debian tarball
 # committed to git and tagged `pristine`, with kernel-patches/series
-# applied on top by `git am`, one commit per patch.
+# applied on top by `git am`, one commit per patch.  Each series (a
+# directory of kernel-patches/: core, netfilter, lsm) ends at a branch
+# of its name, series/NAME, the last one checked out: the branches say
+# where each series ends, and `git rebase` keeps them there
+# (rebase.updateRefs), so that `make kernel-patches` can write each
+# series back to its directory.
 #
 #   kernel-tree.sh sync [DIR]  build-managed tree (default build/kernel-src):
 #                              created when missing; when the tarball or
@@ -48,11 +53,17 @@ create_pristine() {
 	trap - EXIT
 }
 
-# Apply every patch of the series to the tree in $1 with `git am`.
-# On failure, says which patch and returns 1.
+# Apply every patch of the series to the tree in $1 with `git am`, on
+# the branch series/NAME of the patch's series, each branch made where
+# the previous series ends.  On failure, says which patch and returns 1.
 apply_series() {
-	local dir=$1 p
+	local dir=$1 p name series=
 	for p in $(series_patches); do
+		name=${p%/*}
+		if [ "$name" != "$p" ] && [ "$name" != "$series" ]; then
+			series=$name
+			git -C "$dir" checkout -q -B "series/$series" || return 1
+		fi
 		if ! (cd "$dir" && kgit am -q --keep-cr "$KERNEL_PATCHES/$p" >&2); then
 			(cd "$dir" && git am --abort) || true
 			msg "error: kernel-patches/$p does not apply to Linux" \
@@ -134,8 +145,12 @@ cmd_new() {
 	fi
 	mkdir -p "$(dirname "$dir")"
 	create_pristine "$dir"
+	# `git rebase -i pristine` moves the series/* branches with the
+	# commits they point to (git 2.38 and later)
+	git -C "$dir" config rebase.updateRefs true
 	apply_series "$dir" || exit 1
-	msg "created $dir: pristine + $(series_patches | wc -l) patch(es)"
+	msg "created $dir: pristine + $(series_patches | wc -l) patch(es)" \
+		"in $(series_names | wc -l) series ($(series_names | tr '\n' ' ' | sed 's/ $//'))"
 	msg "commit your changes there, then run 'make kernel-patches'"
 }
 
