@@ -18,8 +18,11 @@
 #      hostname, root logged in on the serial console, the unprivileged
 #      user afbus, the tests of tests/system/ and the unit that runs them
 #      when the kernel command line has afbus.check=1
-#      (afbus-system-tests.service), two D-Bus test programs and the
-#      system bus policy that lets them own com.example.Echo, and
+#      (afbus-system-tests.service), D-Bus test programs and the
+#      system bus policy that lets them own com.example.Echo, sd-bus with
+#      the afbus: transport (build-aux/systemd-install.sh: the patched
+#      libsystemd and libsystemd-shared in place of Debian's, built for
+#      the base's systemd by build-aux/systemd-build.sh), and
 #      Debian's own dbus packages (from debootstrap's cache) in
 #      /var/cache/afbus/debian for the way back;
 #   3. mke2fs -d of the tree, without mounting anything.
@@ -101,7 +104,13 @@ image_key() {
 		sha256sum "$AFBUS_TOP/tests/dbus/lib/dbus-test-lib.sh" \
 			"$AFBUS_BUILD"/tests/dbus/afbus-echo-service \
 			"$AFBUS_BUILD"/tests/dbus/afbus-echo-client \
-			"$AFBUS_BUILD"/tests/dbus/afbus-flood-client | sed 's|  .*/|  |'
+			"$AFBUS_BUILD"/tests/dbus/afbus-flood-client \
+			"$AFBUS_BUILD"/tests/dbus/afbus-reply \
+			"$AFBUS_BUILD"/tests/dbus/afbus-slow-caller | sed 's|  .*/|  |'
+		# sd-bus with afbus: (systemd/) and the sd-bus test programs
+		(cd "$AFBUS_BUILD" && find systemd-stage -type f | sort | xargs sha256sum)
+		# shellcheck disable=SC2086  # one file name per word
+		sha256sum "$AFBUS_TOP/build-aux/systemd-install.sh" $SDBUS_TOOLS | sed 's|  .*/|  |'
 	} | sha256sum | cut -d' ' -f1
 }
 
@@ -146,8 +155,15 @@ make_tree() {
 		"$TREE/etc/systemd/system/multi-user.target.wants/"
 	put "$TESTS/com.example.Echo.conf" /etc/dbus-1/system.d/com.example.Echo.conf
 	put "$AFBUS_TOP/tests/dbus/lib/dbus-test-lib.sh" /usr/libexec/afbus/dbus-test-lib.sh
-	for f in afbus-echo-service afbus-echo-client afbus-flood-client; do
+	for f in afbus-echo-service afbus-echo-client afbus-flood-client afbus-reply afbus-slow-caller; do
 		put "$AFBUS_BUILD/tests/dbus/$f" "/usr/local/bin/$f" 0755
+	done
+	# sd-bus with the afbus: transport in place of Debian's libraries, as
+	# a user installs it (systemd/README), its tests and test programs
+	"$AFBUS_TOP/build-aux/systemd-install.sh" --tests "$TREE" >>"$LOG" 2>&1 ||
+		die "installing sd-bus with afbus: failed (see $LOG)"
+	for f in $SDBUS_TOOLS; do
+		put "$f" "/usr/local/bin/${f##*/}" 0755
 	done
 
 	# what a boot loader would load: both kernels and their initrds
@@ -172,6 +188,12 @@ main() {
 	ls "$DEBS"/dbus-daemon_*.deb >/dev/null 2>&1 || die "no packages in $DEBS (make debs)"
 	ls "$KDEBS"/linux-image-*.deb >/dev/null 2>&1 || die "no kernel package in $KDEBS (make kernel-deb)"
 	PKGS=$(packages) || exit 1
+	# sd-bus with afbus: for the very systemd the base has
+	"$AFBUS_TOP/build-aux/systemd-build.sh" \
+		--version "$(chroot "$BASE" dpkg-query -W -f '${Version}' libsystemd-shared)" >&2 ||
+		die "building sd-bus with afbus: failed"
+	SDBUS_TOOLS=$(ls "$AFBUS_BUILD"/tests/system/sdbus-* 2>/dev/null) ||
+		die "no sd-bus test programs in $AFBUS_BUILD/tests/system (make sdbus-tools)"
 	want=$(image_key)
 	if [ -f "$IMG" ] && [ "$(cat "$IMG.key" 2>/dev/null)" = "$want" ]; then
 		msg "system image is up to date ($IMG)"

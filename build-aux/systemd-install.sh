@@ -13,6 +13,15 @@
 #     Debian's systemd that ROOT has (the shared library is private: its
 #     ABI is that version's) and that each library exports every symbol
 #     Debian's exports;
+#   - the bus services (BusName=) that sandbox their sockets get a drop-in,
+#     /usr/lib/systemd/system/UNIT.d/afbus.conf: RestrictAddressFamilies=
+#     AF_BUS where their allow-list has AF_UNIX (the same bus, over another
+#     family: 0004 lets PID 1 parse the name), and PrivateNetwork=no for
+#     the bus services (BusName=) with PrivateNetwork=yes, since a bus
+#     belongs to the network namespace of its master: in a private one,
+#     connect() finds no bus (af_bus.rst, "Namespaces and permissions");
+#     their address family allow-list still keeps them off any network,
+#     but they see the host's abstract unix sockets (systemd/README);
 #   - with --tests, also the sd-bus tests of the stage in
 #     /usr/lib/systemd/tests/afbus.
 # Running it again replaces the libraries with the stage's (the diversions
@@ -27,6 +36,8 @@ SD_STAGE=$AFBUS_BUILD/systemd-stage
 LIBS="/usr/lib/x86_64-linux-gnu/libsystemd.so.0.35.0
 /usr/lib/x86_64-linux-gnu/systemd/libsystemd-shared-252.so"
 TESTS_DIR=/usr/lib/systemd/tests/afbus
+UNIT_DIR=/usr/lib/systemd/system
+DROPIN_MARK="# sd-bus with afbus: (build-aux/systemd-install.sh)"
 
 tests=0 remove=0
 while [ $# -gt 1 ]; do
@@ -61,6 +72,11 @@ if [ $remove = 1 ]; then
 		fi
 	done
 	rm -rf "$ROOT$TESTS_DIR"
+	for f in "$ROOT$UNIT_DIR"/*.d/afbus.conf; do
+		[ -f "$f" ] && grep -qxF "$DROPIN_MARK" "$f" || continue
+		rm -f "$f"
+		rmdir --ignore-fail-on-non-empty "${f%/*}"
+	done
 	exit 0
 fi
 
@@ -83,6 +99,24 @@ for lib in $LIBS; do
 	cp "$ours" "$ROOT$lib.afbus.tmp"
 	chmod 0644 "$ROOT$lib.afbus.tmp"
 	mv "$ROOT$lib.afbus.tmp" "$ROOT$lib"
+done
+
+# The drop-ins of the sandboxed services (see the top).
+for unit in "$ROOT$UNIT_DIR"/*.service; do
+	# (a bus service, by its file, not by an alias)
+	[ -f "$unit" ] && [ ! -L "$unit" ] && grep -q '^BusName=' "$unit" || continue
+	families=" $(sed -n 's/^RestrictAddressFamilies=//p' "$unit" | tr '\n' ' ') "
+	allow=0 private=0
+	case $families in *"~"*) ;; *" AF_UNIX "*) allow=1 ;; esac
+	grep -qx 'PrivateNetwork=yes' "$unit" && private=1
+	[ $allow = 1 ] || [ $private = 1 ] || continue
+	mkdir -p "$unit.d"
+	{
+		echo "$DROPIN_MARK"
+		echo "[Service]"
+		[ $allow = 0 ] || echo "RestrictAddressFamilies=AF_BUS"
+		[ $private = 0 ] || echo "PrivateNetwork=no"
+	} >"$unit.d/afbus.conf"
 done
 
 if [ $tests = 1 ]; then

@@ -81,7 +81,7 @@ out=$(timeout 20 dbus-send --system --print-reply=literal --dest=org.freedesktop
 expect_match "during the flood, the bus daemon answers" '^ +[0-9a-f]{32}$' "$out"
 out=$(timeout 20 busctl --system get-property org.freedesktop.systemd1 \
 	/org/freedesktop/systemd1 org.freedesktop.systemd1.Manager Version 2>&1)
-expect_match "... and systemd (a unix client)" '^s "[0-9]+' "$out"
+expect_match "... and systemd (sd-bus)" '^s "[0-9]+' "$out"
 expect_eq "... both before the flood's stall ended" "" \
 	"$(grep '^calls=' /tmp/flood.out)"
 wait $flood

@@ -190,16 +190,19 @@ static int m_quit(sd_bus_message *m, void *data, sd_bus_error *error)
 	return sd_bus_reply_method_return(m, "");
 }
 
+/* Anybody may call its methods (sd-bus lets only callers with
+ * CAP_SYS_ADMIN call the others on the system bus: it asks the bus for
+ * their credentials). */
 static const sd_bus_vtable vtable[] = {
 	SD_BUS_VTABLE_START(0),
-	SD_BUS_METHOD("Echo", "s", "s", m_echo, 0),
-	SD_BUS_METHOD("Big", "u", "s", m_big, 0),
-	SD_BUS_METHOD("Whoami", "", "s", m_whoami, 0),
-	SD_BUS_METHOD("CallerUid", "", "s", m_caller_uid, 0),
-	SD_BUS_METHOD("ReadFd", "h", "s", m_read_fd, 0),
-	SD_BUS_METHOD("Hang", "", "", m_hang, 0),
-	SD_BUS_METHOD("Stall", "u", "s", m_stall, 0),
-	SD_BUS_METHOD("Quit", "", "", m_quit, 0),
+	SD_BUS_METHOD("Echo", "s", "s", m_echo, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD("Big", "u", "s", m_big, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD("Whoami", "", "s", m_whoami, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD("CallerUid", "", "s", m_caller_uid, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD("ReadFd", "h", "s", m_read_fd, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD("Hang", "", "", m_hang, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD("Stall", "u", "s", m_stall, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD("Quit", "", "", m_quit, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_VTABLE_END
 };
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# systemd's services on the system bus: busctl (sd-bus, a unix client)
+# systemd's services on the system bus: busctl (sd-bus)
 # lists them, hostnamectl, timedatectl and loginctl work (hostnamed and
 # timedated are started by bus activation through SystemdService=), and
 # dbus-send (the fork's libdbus: AF_BUS on the AF_BUS kernel, the unix
