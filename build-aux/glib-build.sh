@@ -202,10 +202,13 @@ stage() {
 		strip --strip-unneeded -o "$GLIB_STAGE.tmp/usr/libexec/afbus/glib-tests/gdbus-object-manager-example/${t##*/}" \
 			"$GLIB_OBJ/$t"
 	fi
-	# what the test programs read beside them
-	for t in test-codegen-generated.txt; do
-		[ -f "$GLIB_OBJ/gio/tests/$t" ] && cp "$GLIB_OBJ/gio/tests/$t" "$GLIB_STAGE.tmp/usr/libexec/afbus/glib-tests/"
-	done
+	# what the test programs read beside them: G_TEST_DIST files, and the
+	# activatable service of gdbus-names (GTestDBus' service directory)
+	cp "$GLIB_SRC/gio/tests/file.c" "$GLIB_STAGE.tmp/usr/libexec/afbus/glib-tests/"
+	mkdir -p "$GLIB_STAGE.tmp/usr/libexec/afbus/glib-tests/services"
+	printf '[D-BUS Service]\nName=org.gtk.GDBus.FakeService\nExec=%s\n' \
+		/usr/libexec/afbus/glib/tests/fake-service-name \
+		>"$GLIB_STAGE.tmp/usr/libexec/afbus/glib-tests/services/org.gtk.GDBus.FakeService.service"
 	# the Debian version the guest's libglib2.0-0 must have
 	basename "$1" .dsc | sed 's/^glib2\.0_//' >"$GLIB_STAGE.tmp/version"
 	rm -rf "$GLIB_STAGE"

@@ -50,6 +50,9 @@ CACHE=$AFBUS_BUILD/rootfs/debs
 DEBS=$AFBUS_BUILD/debs
 KDEBS=$AFBUS_BUILD/kernel-debs
 TESTS=$AFBUS_TOP/tests/system
+# GDBus with the afbus: transport (build-aux/glib-build.sh)
+GLIB_STAGE=$AFBUS_BUILD/glib-stage
+GIO=usr/lib/x86_64-linux-gnu/libgio-2.0.so.0.7400.6
 
 base_key() {
 	{
@@ -111,6 +114,8 @@ image_key() {
 		(cd "$AFBUS_BUILD" && find systemd-stage -type f | sort | xargs sha256sum)
 		# shellcheck disable=SC2086  # one file name per word
 		sha256sum "$AFBUS_TOP/build-aux/systemd-install.sh" $SDBUS_TOOLS | sed 's|  .*/|  |'
+		# GDBus with afbus: (glib/)
+		(cd "$GLIB_STAGE" && find . -type f | sort | xargs sha256sum)
 	} | sha256sum | cut -d' ' -f1
 }
 
@@ -165,6 +170,7 @@ make_tree() {
 	for f in $SDBUS_TOOLS; do
 		put "$f" "/usr/local/bin/${f##*/}" 0755
 	done
+	install_gdbus
 
 	# what a boot loader would load: both kernels and their initrds
 	rm -rf "$BOOT"
@@ -182,11 +188,28 @@ make_tree() {
 		die "$TREE/boot lacks the AF_BUS or Debian's kernel: $(ls "$TREE/boot")"
 }
 
+# GDBus on AF_BUS (glib/): the patched libgio in place of Debian's, moved
+# aside with dpkg-divert as a local administrator would, so that every
+# GLib program (polkitd) uses it; its gdbus tool in /usr/local/bin; GLib's
+# GDBus test server (tests/system/system-gdbus.sh).
+install_gdbus() {
+	[ "$(chroot "$TREE" dpkg-query -W -f '${Version}' libglib2.0-0)" = "$(cat "$GLIB_STAGE/version")" ] ||
+		die "the system's libglib2.0-0 is not $(cat "$GLIB_STAGE/version"), the version of $GLIB_STAGE"
+	chroot "$TREE" dpkg-divert --quiet --local --rename \
+		--divert "/$GIO.debian" --add "/$GIO" >>"$LOG" 2>&1 ||
+		die "dpkg-divert of /$GIO failed (see $LOG)"
+	put "$GLIB_STAGE/$GIO" "/$GIO" 0644
+	put "$GLIB_STAGE/usr/bin/gdbus" /usr/local/bin/gdbus 0755
+	put "$GLIB_STAGE/usr/libexec/afbus/glib-tests/gdbus-testserver" \
+		/usr/local/bin/gdbus-testserver 0755
+}
+
 main() {
 	local want size inodes
 	[ "$(cat "$DIR/base.key" 2>/dev/null)" = "$(base_key)" ] && [ -d "$BASE" ] || make_base
 	ls "$DEBS"/dbus-daemon_*.deb >/dev/null 2>&1 || die "no packages in $DEBS (make debs)"
 	ls "$KDEBS"/linux-image-*.deb >/dev/null 2>&1 || die "no kernel package in $KDEBS (make kernel-deb)"
+	"$AFBUS_TOP/build-aux/glib-build.sh" >&2
 	PKGS=$(packages) || exit 1
 	# sd-bus with afbus: for the very systemd the base has
 	"$AFBUS_TOP/build-aux/systemd-build.sh" \
