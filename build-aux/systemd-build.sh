@@ -21,7 +21,10 @@
 #      (link time optimisation changes no ABI but doubles the time of a
 #      build on two cores);
 #   4. ninja only the targets the guest needs: libsystemd.so.0 and
-#      libsystemd-shared-252.so (sd-bus is in both), and the
+#      libsystemd-shared-252.so (sd-bus is in both), systemctl and
+#      pam_systemd.so (Debian links their own copy of sd-bus into them:
+#      -Dlink-systemctl-shared=false; the static libraries they link are
+#      built for libsystemd-shared anyway), and the
 #      sd-bus tests that use a bus; installed in build/systemd-stage with
 #      Debian's paths (usr/lib/x86_64-linux-gnu/...), stripped as Debian's
 #      are and checked to export every symbol Debian's symbols files list,
@@ -223,7 +226,7 @@ target_outputs() {
 	meson introspect --targets "$SD_OBJ" | python3 -c '
 import json, sys
 want = sys.argv[1:]
-libs = ("systemd", "systemd-shared-252")
+libs = ("systemd", "systemd-shared-252", "pam_systemd")
 for t in json.load(sys.stdin):
     kind = "shared library" if t["name"] in libs else "executable"
     if t["name"] in want and t["type"] == kind:
@@ -247,7 +250,7 @@ check_abi() {
 
 build() {
 	local targets outputs name file
-	targets="systemd systemd-shared-252 $SD_TESTS"
+	targets="systemd systemd-shared-252 systemctl pam_systemd $SD_TESTS"
 	# meson again if the series changed a meson.build
 	sd_ninja build.ninja >>"$LOG" 2>&1 || {
 		tail -n 30 "$LOG" >&2
@@ -269,6 +272,7 @@ build() {
 	}
 	rm -rf "$SD_STAGE.tmp"
 	mkdir -p "$SD_STAGE.tmp/usr/lib/x86_64-linux-gnu/systemd" \
+		"$SD_STAGE.tmp/usr/lib/x86_64-linux-gnu/security" "$SD_STAGE.tmp/usr/bin" \
 		"$SD_STAGE.tmp/usr/lib/systemd/tests/afbus"
 	echo "$outputs" | while read -r name file; do
 		case $name in
@@ -276,13 +280,17 @@ build() {
 			cp "$file" "$SD_STAGE.tmp/usr/lib/x86_64-linux-gnu/"
 			ln -s "${file##*/}" "$SD_STAGE.tmp/usr/lib/x86_64-linux-gnu/libsystemd.so.0" ;;
 		systemd-shared-252) cp "$file" "$SD_STAGE.tmp/usr/lib/x86_64-linux-gnu/systemd/" ;;
+		systemctl) cp "$file" "$SD_STAGE.tmp/usr/bin/" ;;
+		pam_systemd) cp "$file" "$SD_STAGE.tmp/usr/lib/x86_64-linux-gnu/security/" ;;
 		*) cp "$file" "$SD_STAGE.tmp/usr/lib/systemd/tests/afbus/" ;;
 		esac
 	done
 	# stripped as dh_strip strips Debian's
 	strip --remove-section=.comment --remove-section=.note --strip-unneeded \
 		"$SD_STAGE.tmp"/usr/lib/x86_64-linux-gnu/libsystemd.so.0.* \
-		"$SD_STAGE.tmp"/usr/lib/x86_64-linux-gnu/systemd/libsystemd-shared-*.so
+		"$SD_STAGE.tmp"/usr/lib/x86_64-linux-gnu/systemd/libsystemd-shared-*.so \
+		"$SD_STAGE.tmp"/usr/lib/x86_64-linux-gnu/security/pam_systemd.so \
+		"$SD_STAGE.tmp"/usr/bin/systemctl
 	check_abi
 	echo "$version" >"$SD_STAGE.tmp/version"
 	rm -rf "$SD_STAGE"

@@ -5,10 +5,12 @@
 # build-aux/systemd-build.sh; systemd/README) into the Debian 12 system
 # whose root is ROOT (/ for the running one), the way a package would
 # replace Debian's files without losing them:
-#   - each of libsystemd.so.0.35.0 (libsystemd0) and
-#     libsystemd-shared-252.so (libsystemd-shared, the library PID 1, the
-#     services and the tools link) is moved aside with dpkg-divert --rename
-#     (to NAME.debian) and the stage's put in its place;
+#   - each of libsystemd.so.0.35.0 (libsystemd0), libsystemd-shared-252.so
+#     (libsystemd-shared, the library PID 1, the services and the tools
+#     link), /bin/systemctl (systemd) and pam_systemd.so (libpam-systemd),
+#     which Debian links with their own copy of sd-bus, is moved aside
+#     with dpkg-divert --rename (to NAME.debian) and the stage's put in
+#     its place;
 #   - first it checks that the stage was built from the very version of
 #     Debian's systemd that ROOT has (the shared library is private: its
 #     ABI is that version's) and that each library exports every symbol
@@ -33,8 +35,11 @@ set -eu
 . "$(dirname "$0")/common.sh"
 
 SD_STAGE=$AFBUS_BUILD/systemd-stage
-LIBS="/usr/lib/x86_64-linux-gnu/libsystemd.so.0.35.0
-/usr/lib/x86_64-linux-gnu/systemd/libsystemd-shared-252.so"
+# "PATH (as dpkg knows it) PATH-IN-THE-STAGE"
+FILES="/usr/lib/x86_64-linux-gnu/libsystemd.so.0.35.0 /usr/lib/x86_64-linux-gnu/libsystemd.so.0.35.0
+/usr/lib/x86_64-linux-gnu/systemd/libsystemd-shared-252.so /usr/lib/x86_64-linux-gnu/systemd/libsystemd-shared-252.so
+/bin/systemctl /usr/bin/systemctl
+/lib/x86_64-linux-gnu/security/pam_systemd.so /usr/lib/x86_64-linux-gnu/security/pam_systemd.so"
 TESTS_DIR=/usr/lib/systemd/tests/afbus
 UNIT_DIR=/usr/lib/systemd/system
 DROPIN_MARK="# sd-bus with afbus: (build-aux/systemd-install.sh)"
@@ -65,7 +70,7 @@ exports() {
 }
 
 if [ $remove = 1 ]; then
-	for lib in $LIBS; do
+	echo "$FILES" | while read -r lib _; do
 		if in_root dpkg-divert --list "$lib" | grep -q .; then
 			rm -f "$ROOT$lib"
 			in_root dpkg-divert --quiet --local --rename --remove "$lib"
@@ -87,19 +92,27 @@ have=$(in_root dpkg-query -W -f '${Version}' libsystemd-shared 2>/dev/null) ||
 [ "$have" = "$want" ] ||
 	die "$ROOT/ runs systemd $have, the stage is for $want: build-aux/systemd-build.sh --version $have"
 
-for lib in $LIBS; do
-	ours=$SD_STAGE$lib
+while read -r lib staged; do
+	ours=$SD_STAGE$staged
 	[ -f "$ours" ] || die "$ours is missing"
 	# Debian's: the diverted one if we replaced it before
 	debian=$ROOT$lib
 	in_root dpkg-divert --list "$lib" | grep -q . && debian=$ROOT$lib.debian
-	missing=$(comm -23 <(exports "$debian") <(exports "$ours"))
-	[ -z "$missing" ] || die "${lib##*/} lacks symbols of Debian's: $missing"
+	[ -f "$debian" ] || die "$ROOT/ has no $lib"
+	mode=0755
+	case $lib in
+	*.so*)
+		mode=0644
+		missing=$(comm -23 <(exports "$debian") <(exports "$ours"))
+		[ -z "$missing" ] || die "${lib##*/} lacks symbols of Debian's: $missing" ;;
+	esac
 	in_root dpkg-divert --quiet --local --rename --divert "$lib.debian" --add "$lib"
 	cp "$ours" "$ROOT$lib.afbus.tmp"
-	chmod 0644 "$ROOT$lib.afbus.tmp"
+	chmod $mode "$ROOT$lib.afbus.tmp"
 	mv "$ROOT$lib.afbus.tmp" "$ROOT$lib"
-done
+done <<EOF
+$FILES
+EOF
 
 # The drop-ins of the sandboxed services (see the top).
 for unit in "$ROOT$UNIT_DIR"/*.service; do

@@ -4,8 +4,9 @@
 # transport (systemd/), PID 1, systemd-logind and the bus-activated
 # hostnamed, timedated and localed each hold an AF_BUS socket joined to
 # the system bus, whose address is their unique name's, and the tools
-# (hostnamectl, timedatectl, loginctl, localectl, busctl, systemctl) are
-# AF_BUS clients too.  A small admin workload (those tools, busctl list,
+# (hostnamectl, timedatectl, loginctl, localectl, busctl, systemctl as a
+# user) are AF_BUS clients too, and a login session (pam_systemd) offers
+# the user bus's AF_BUS address first.  A small admin workload (those tools, busctl list,
 # a logind restart, a polkit check) is watched by a monitor: every
 # message of an sd-bus program goes over AF_BUS, and the share of the
 # system bus's connections and messages that are native is reported
@@ -26,7 +27,8 @@ AS_USER="setpriv --reuid=afbus --regid=afbus --init-groups env HOME=/home/afbus"
 # holds it (a legacy client's relay: the bus says whose), native when its
 # own client does.
 snapshot() {
-	awk 'NR > 1 && $4 == "client" { split($11, a, ","); print $2, a[1] }' \
+	# (clients, not eavesdroppers: the daemon's tap for the monitor)
+	awk 'NR > 1 && $4 == "client" && $7 == 0 { split($11, a, ","); print $2, a[1] }' \
 		/proc/net/bus 2>/dev/null | sort >$W/ino-addr
 	# "INODE PID" of every socket of every process
 	find /proc/[0-9]*/fd -maxdepth 1 -lname 'socket:*' -printf '%l %h\n' 2>/dev/null |
@@ -126,6 +128,9 @@ tool systemctl systemctl is-system-running
 expect_match "systemctl talks to PID 1" '^(running|degraded)$' "$out"
 tool systemctl systemctl --no-pager status systemd-logind.service
 expect_match "systemctl status of logind" 'Active: active \(running\)' "$out"
+# (root's systemctl talks to PID 1 on its private socket, a user's on the bus)
+tool systemctl $AS_USER systemctl --no-pager is-active systemd-logind.service
+expect_eq "systemctl as a user asks PID 1 over the bus" active "$out"
 snapshot
 tool systemctl systemctl restart systemd-logind.service
 check "systemctl restart systemd-logind (a job: JobRemoved through the bus)" test $_rc = 0
@@ -151,6 +156,12 @@ sleep 2
 snapshot
 kill $mon
 wait $mon 2>/dev/null
+
+# pam_systemd, in a login session (su -l; after the monitor, which could
+# not tell who su is)
+out=$(timeout 60 su -l afbus -c 'echo "$DBUS_SESSION_BUS_ADDRESS"' 2>&1)
+expect_eq "a login session (pam_systemd) offers the user bus's AF_BUS address first" \
+	"afbus:runtime=yes;unix:path=/run/user/$(id -u afbus)/bus" "$out"
 
 # --- who sent what
 sort -u $W/names -o $W/names
@@ -178,6 +189,7 @@ msgs=$(head -n 1 $W/messages)
 conns=$(awk '{ c[$4]++; t++ } END { printf "connections=%d native=%d bridged=%d", t, c["native"], c["bridged"] }' $W/names)
 echo "afbus-workload: kernel=$AFBUS_KERNEL $conns $msgs"
 sed -n '2,$p' $W/messages | sort
+awk '$4 == "bridged" { print "# bridged connection: " $0 }' $W/names
 sed 's/^/# tool: /' $W/tools
 total=$(echo "$msgs" | sed -n 's/^messages=\([0-9]*\) .*/\1/p')
 sd=$(echo "$msgs" | sed -n 's/.* sdbus=\([0-9]*\) .*/\1/p')
