@@ -8,8 +8,9 @@
 # they pass fds, talk to clients of the fork's libdbus both ways, get
 # the caller's uid from the bus (sd_bus_query_sender_creds()), and a
 # call to a service that dies gets NoReply at once (PeerGone), not at
-# its timeout.  busctl call, introspect, monitor and status work as on
-# Debian's dbus.  On Debian's kernel the same programs are unix clients
+# its timeout, or at the bus's reply timeout (on a bus of its own with
+# reply_timeout 1500 ms) when the callee keeps it.  busctl call,
+# introspect, monitor and status work as on Debian's dbus.  On Debian's kernel the same programs are unix clients
 # and everything but the kernel's part works.
 . /usr/libexec/afbus/dbus-test-lib.sh
 cd /tmp
@@ -135,4 +136,31 @@ expect_match "a call to an sd-bus service that dies gets NoReply" \
 	'^error org\.freedesktop\.DBus\.Error\.NoReply: ' "$out"
 ms=$(elapsed_ms "$out")
 check "... within 10 s, not at its 20 s timeout (${ms:-none} ms)" test "${ms:-99999}" -lt 10000
+
+# The bus's reply timeout (the library's NoReply for the calls the kernel
+# awaits; on Debian's kernel the daemon's), on a bus with reply_timeout
+# 1500 ms, by unique name (direct) and by well-known name (through the
+# daemon, which hands the call to the service)
+start_mixed_bus /tmp/sdbus-timeout reply_timeout=1500
+if [ "$AFBUS_KERNEL" = afbus ]; then
+	DBUS_SYSTEM_BUS_ADDRESS="$AF;$UX"
+else
+	DBUS_SYSTEM_BUS_ADDRESS=$UX
+fi
+export DBUS_SYSTEM_BUS_ADDRESS
+sdbus-peer serve com.example.Echo >/tmp/sdsvc-t.out 2>&1 &
+_pids="$_pids $!"
+wait_for_line /tmp/sdsvc-t.out '^ready '
+tname=$(awk '/^ready/ { print $2 }' /tmp/sdsvc-t.out)
+for dest in "$tname" com.example.Echo; do
+	out=$(timeout 60 sdbus-peer wait "$dest" Hang 20000 2>&1)
+	expect_match "a call to $dest that is never answered gets the bus's NoReply" \
+		'^error org\.freedesktop\.DBus\.Error\.NoReply: Message did not receive a reply \(timeout by message bus\)' "$out"
+	ms=$(elapsed_ms "$out")
+	check "... after the bus's 1.5 s (${ms:-none} ms), not its own 20 s" \
+		test "${ms:-0}" -ge 1400 -a "${ms:-99999}" -lt 10000
+done
+expect_match "... and a call answered in time gets its answer" '^reply stalled$' \
+	"$(timeout 60 sdbus-peer wait "$tname" Stall 200 20000 2>&1)"
+unset DBUS_SYSTEM_BUS_ADDRESS
 finish
