@@ -24,8 +24,10 @@
  * sdbus-peer call [--wait] DEST COUNT
  *	Calls Echo COUNT times, each with its own string, checking each
  *	answer; prints "calls=N ok=N errors=N FAMILY" and the first error.
- *	With --wait, once connected (the Hello answered) it prints
- *	"connected NAME" and waits for a line on its standard input first.
+ *	With --wait, once connected (the Hello answered) it makes two calls
+ *	(so that its library learns where DEST lives, if DEST is a
+ *	well-known name), prints "connected NAME" and waits for a line on
+ *	its standard input before the COUNT calls.
  * sdbus-peer fd DEST
  *	Passes the read end of a pipe holding "fd-passed" to ReadFd; prints
  *	the answer.
@@ -244,6 +246,12 @@ static int call(const char *dest, long count, int wait_line)
 
 	open_bus();
 	if (wait_line) {
+		for (i = 0; i < 2; i++) {
+			int r = sd_bus_call_method(bus, dest, "/", IFACE, "Echo", &error, NULL, "s", "warm-up");
+
+			if (r < 0)
+				die("warm-up call", r);
+		}
 		if (sd_bus_get_unique_name(bus, &unique) < 0)
 			die("no Hello answer", EPROTO);
 		printf("connected %s\n", unique);

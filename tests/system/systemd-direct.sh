@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 # sd-bus programs on the system bus (libsystemd with the afbus: transport,
 # systemd/): an sd-bus service (sdbus-peer serve) and its sd-bus callers
-# are AF_BUS clients, joined, in /proc/net/bus; calls between them by
-# unique name are answered while the bus daemon is stopped (SIGSTOP; a
-# call to the daemon meanwhile is not), so they go through the kernel;
+# are AF_BUS clients, joined, in /proc/net/bus; calls between them, by
+# unique name and by well-known name once the caller's library learnt
+# the name's address, are answered while the bus daemon is stopped
+# (SIGSTOP; a new client's Hello meanwhile is not), so they go through
+# the kernel;
 # they pass fds, talk to clients of the fork's libdbus both ways, get
 # the caller's uid from the bus (sd_bus_query_sender_creds()), and a
 # call to a service that dies gets NoReply at once (PeerGone), not at
@@ -41,28 +43,31 @@ afbus)
 	expect_match "... joined to the system bus" \
 		"^[0-9a-f]+ +${sockets% } +[0-9]+ +client +[^ ]+ +1 " "$(cat /proc/net/bus)"
 
-	# A caller connected (its Hello answered), then the daemon stopped.
-	rm -f /tmp/sdin
-	mkfifo /tmp/sdin
-	sdbus-peer call --wait "$name" 8 </tmp/sdin >/tmp/sdcall.out 2>&1 &
-	caller=$!
-	exec 8>/tmp/sdin
-	wait_for_line /tmp/sdcall.out '^connected '
-	kill -STOP "$daemon"
-	stopped=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' /proc/$daemon/status)
-	echo go >&8
-	exec 8>&-
-	i=0
-	while kill -0 $caller 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-	out=$(timeout 3 sdbus-peer info 2>&1; echo "rc=$?")
-	kill -CONT "$daemon"
-	wait $caller
-	rc=$?
-	expect_eq "the bus daemon was stopped during the calls" T "$stopped"
-	expect_match "... a new sd-bus client got no Hello answer meanwhile" 'rc=124$' "$out"
-	expect_match "the sd-bus caller's 8 calls by unique name were answered, the daemon stopped" \
-		'^calls=8 ok=8 errors=0 AF_BUS' "$(grep '^calls=' /tmp/sdcall.out)"
-	expect_eq "... and it exited 0" 0 "$rc"
+	# A caller connected (its Hello answered, two calls made: its library
+	# knows where a well-known name lives), then the daemon stopped.
+	for dest in "$name" com.example.Echo; do
+		rm -f /tmp/sdin
+		mkfifo /tmp/sdin
+		sdbus-peer call --wait "$dest" 8 </tmp/sdin >/tmp/sdcall.out 2>&1 &
+		caller=$!
+		exec 8>/tmp/sdin
+		wait_for_line /tmp/sdcall.out '^connected '
+		kill -STOP "$daemon"
+		stopped=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' /proc/$daemon/status)
+		echo go >&8
+		exec 8>&-
+		i=0
+		while kill -0 $caller 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+		out=$(timeout 3 sdbus-peer info 2>&1; echo "rc=$?")
+		kill -CONT "$daemon"
+		wait $caller
+		rc=$?
+		expect_eq "the bus daemon was stopped during the calls to $dest" T "$stopped"
+		expect_match "... a new sd-bus client got no Hello answer meanwhile" 'rc=124$' "$out"
+		expect_match "the sd-bus caller's 8 calls to $dest were answered, the daemon stopped" \
+			'^calls=8 ok=8 errors=0 AF_BUS' "$(grep '^calls=' /tmp/sdcall.out)"
+		expect_eq "... and it exited 0" 0 "$rc"
+	done
 	;;
 esac
 
