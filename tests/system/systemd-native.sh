@@ -5,8 +5,9 @@
 # hostnamed, timedated and localed each hold an AF_BUS socket joined to
 # the system bus, whose address is their unique name's, and the tools
 # (hostnamectl, timedatectl, loginctl, localectl, busctl, systemctl as a
-# user) are AF_BUS clients too, and a login session (pam_systemd) offers
-# the user bus's AF_BUS address first.  A small admin workload (those tools, busctl list,
+# user) are AF_BUS clients too, systemd --user is one on its user bus,
+# and a login session (pam_systemd) offers the user bus's AF_BUS address
+# first.  A small admin workload (those tools, busctl list,
 # a logind restart, a polkit check) is watched by a monitor: every
 # message of an sd-bus program goes over AF_BUS, and the share of the
 # system bus's connections and messages that are native is reported
@@ -156,6 +157,36 @@ sleep 2
 snapshot
 kill $mon
 wait $mon 2>/dev/null
+
+# systemd --user of uid afbus (kept without a login, as session.sh does):
+# on its user bus, which a client starts, it connects to the bus's AF_BUS
+# address (sd-bus' default user bus address) once the bus runs
+uid=$(id -u afbus)
+loginctl enable-linger afbus
+i=0 rows=
+while [ $i -lt 300 ]; do
+	upid=$(systemctl show -P MainPID user@$uid.service)
+	if [ "$(systemctl is-active user@$uid.service)" = active ] && [ "${upid:-0}" != 0 ]; then
+		[ -n "$started" ] || setpriv --reuid=afbus --regid=afbus --init-groups env -i \
+			HOME=/home/afbus XDG_RUNTIME_DIR=/run/user/$uid timeout 60 busctl --user list >/dev/null 2>&1
+		started=1
+		rows=$(for ino in $(bus_client_sockets "$upid"); do
+			awk -v i="$ino" '$2 == i && $4 == "client" && $6 == 1 { print $NF }' /proc/net/bus
+		done)
+		[ "$(echo "$rows" | grep -c .)" -ge 2 ] && break
+		[ "$AFBUS_KERNEL" = stock ] && [ $i -ge 30 ] && break
+	fi
+	sleep 0.1
+	i=$((i + 1))
+done
+if [ "$AFBUS_KERNEL" = afbus ]; then
+	expect_match "systemd --user (pid ${upid:-none}) is an AF_BUS client joined to the system bus" \
+		'^/run/dbus/dbus-afbus-' "$rows"
+	expect_match "... and to its user bus" "^/run/user/$uid/dbus-afbus-" "$rows"
+else
+	expect_eq "Debian's kernel: systemd --user (pid ${upid:-none}) has no AF_BUS socket" "" "$rows"
+fi
+loginctl disable-linger afbus
 
 # pam_systemd, in a login session (su -l; after the monitor, which could
 # not tell who su is)
