@@ -48,6 +48,10 @@ METRICS = {
     "rules-rtt": ["median_us", "calls_per_s"],
     "rules-signals": ["msgs_per_s"],
 }
+# Other libraries at both ends (bench-gdbus, bench-sdbus): as libdbus's rows.
+for _lib in ("gdbus", "sdbus"):
+    METRICS[_lib + "-rtt"] = METRICS["rtt"]
+    METRICS[_lib + "-signals"] = METRICS["signals"]
 LABEL = {
     "median_us": "median latency (us)", "p99_us": "p99 latency (us)",
     "calls_per_s": "calls/s", "rounds_per_s": "round trips/s",
@@ -326,6 +330,18 @@ def table(entries, rat, guest, mode):
             t = e["tags"]
             bus_row("N=%s %s: ctxt/signal" % (t["subscribers"], t["mode"]), "ctxt_per_op",
                     bench="signals", subscribers=t["subscribers"], mode=t["mode"])
+    for lib, name in (("gdbus", "GDBus"), ("sdbus", "sd-bus")):
+        if not find(entries, bench=lib + "-rtt"):
+            continue
+        lines.append("")
+        lines.append("%s at both ends: round trip (%s calls, empty) and signals to 4 subscribers"
+                     % (name, o.get("calls")))
+        lines.append(head)
+        for m in ("median_us", "p99_us", "calls_per_s", "ctxt_per_op", "cpu_us_per_op",
+                  "client_cpu_us_per_op", "service_cpu_us_per_op", "daemon_cpu_us_per_op"):
+            bus_row("rtt: %s" % LABEL[m], m, bench=lib + "-rtt", size="0")
+        for m in ("msgs_per_s", "ctxt_per_op", "cpu_us_per_op", "daemon_cpu_us_per_op"):
+            bus_row("signals: %s" % LABEL[m], m, bench=lib + "-signals", subscribers="4")
     for grp, what in (("peers", "idle peers"), ("rules", "match rules")):
         rows = [e for e in entries if e["tags"]["bench"] == grp + "-rtt"
                 and e["tags"]["bus"] == "afbus"]
