@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * AF_BUS netfilter hooks (af_bus.rst, "Netfilter hooks"), driven through
- * the bus_nf_test module (CONFIG_AF_BUS_NF_TEST): NF_BUS_SEND runs once
+ * the af_bus_nf_test module (CONFIG_AF_BUS_NF_TEST): NF_BUS_SEND runs once
  * per message, NF_BUS_ROUTE once per recipient (eavesdroppers too),
  * NF_BUS_RECEIVE once per read or peek, each seeing the source and the
  * destination address; and NF_DROP at each hook does what the
@@ -11,7 +11,7 @@
  */
 #include "af_bus_test.h"
 
-#define PARAMS	"/sys/module/bus_nf_test/parameters/"
+#define PARAMS	"/sys/module/af_bus_nf_test/parameters/"
 #define NONE	"18446744073709551615"
 
 static void set_param(struct __test_metadata *_metadata, const char *name,
