@@ -2064,15 +2064,26 @@ static void flow_expect_full(struct flow *fl, ssize_t ret, int err, int fd,
 		flow_sender_idle(fl, fd, who);
 }
 
-/* Fill f: messages from s until one fails, with EAGAIN. */
+/*
+ * Fill f: messages from s until one fails, with EAGAIN, then messages of
+ * one byte until one of them fails too: a message is admitted whole, so
+ * a recipient without room for one message may have room for a smaller
+ * one, and f is full only when it has none for the smallest.
+ */
 static void flow_fill(struct flow *fl)
 {
+	bool topping = false;
 	ssize_t ret;
 	int err;
 
 	for (;;) {
 		ret = flow_send(fl, fl->s.c, true, fl->f.addr,
-				below(&fl->r, fl->fill_size + 1), NULL);
+				topping ? 1 : below(&fl->r, fl->fill_size + 1),
+				NULL);
+		if (ret < 0 && errno == EAGAIN && !topping && fl->f_queued) {
+			topping = true;
+			continue;
+		}
 		if (ret < 0)
 			break;
 		fl->f_queued++;
@@ -2170,13 +2181,22 @@ out:
 	flow_unix_close(&u);
 }
 
-/* Once d is full, a unicast to it waits (fails with EAGAIN) after all. */
+static long drops(int fd);
+
+/*
+ * Once d is full, a unicast to it waits (fails with EAGAIN) after all.
+ * d is known to be full when its queue holds its limit of messages: it
+ * was sent at least that many multicasts and dropped only those past it
+ * (it may also drop a multicast for lack of bytes, and then have room
+ * for a smaller message).
+ */
 static void flow_to_drop_member(struct flow *fl)
 {
 	__u64 to = chance(&fl->r, 50) ? fl->d.addr : FLOW_ADDR_D;
 	ssize_t ret;
 
-	if (fl->d_mcast < fl->qd)
+	if (fl->d_mcast < fl->qd ||
+	    drops(fl->d.c) != (long)(fl->d_mcast - fl->qd))
 		return;		/* not known to be full */
 	ret = flow_send(fl, fl->s.c, true, to, 1, NULL);
 	flow_expect_full(fl, ret, errno, fl->s.c, fl->s.who, fl->d.who);

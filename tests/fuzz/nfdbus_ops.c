@@ -51,8 +51,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <linux/sockios.h>
 
 #include <dbus/dbus.h>
 #include <gio/gio.h>
@@ -658,18 +661,36 @@ static uint64_t pick_peer(struct thread_ctx *t)
 	}
 }
 
+/* The inode of the network namespace of socket fd, or 0. */
+static ino_t sock_netns(int fd)
+{
+	struct stat st;
+	int ns = ioctl(fd, SIOCGSKNS);
+
+	if (ns < 0)
+		return 0;
+	if (fstat(ns, &st))
+		st.st_ino = 0;
+	close(ns);
+	return st.st_ino;
+}
+
 /*
- * EPERM for a bus whose master is going away: nfdbus found the bus, then
- * its master closed, and bus_master_uid() gives no uid to compare with
- * (a race in the kernel: ENOENT would say it).  Tolerated, and counted,
- * when the bus is indeed gone right after; on a live bus the workers,
- * whose netlink sockets the masters' uid opened, must never get EPERM.
+ * EPERM for a request that names a socket of the master of a bus with
+ * that path: tolerated, and counted, when the socket may be of another
+ * bus than the one nfdbus found by the path (the master closed, the
+ * descriptor was closed or reused meanwhile, the socket is in another
+ * network namespace than the netlink socket after an unshare, or the
+ * path is a filesystem path, which a new master can take over while the
+ * old bus lives), or when the bus is gone right after.  Otherwise a live
+ * bus must never refuse a request that names its master's socket.
  */
 static bool perm_race(struct thread_ctx *t, struct nfdbus *h,
 		      const struct nfdbus_bus *b, int ret)
 {
 	struct nfdbus_bus now;
 	uint64_t peer = 0, addr;
+	bool abstract;
 
 	if (ret != -EPERM)
 		return false;
@@ -682,8 +703,10 @@ static bool perm_race(struct thread_ctx *t, struct nfdbus *h,
 	/* the socket was closed meanwhile by another thread, its number
 	 * taken by another file, or it is no master's of this bus any more
 	 */
-	if (!sock_bus(b->master_fd, &now, &addr, NULL) || addr ||
-	    now.len != b->len || memcmp(now.path, b->path, b->len)) {
+	if (!sock_bus(b->master_fd, &now, &addr, &abstract) || addr ||
+	    now.len != b->len || memcmp(now.path, b->path, b->len) ||
+	    !abstract ||
+	    sock_netns(b->master_fd) != sock_netns(nfdbus_fd(h))) {
 		count(&sh->perm_races);
 		t->nops++;
 		return true;
@@ -833,6 +856,11 @@ static void raw_request(struct thread_ctx *t, struct nfdbus *h)
 		real_bus = !bogus && len == b.len;
 		mnl_attr_put(nlh, NFDBUS_A_BUS_PATH, len,
 			     len == b.len ? (void *)b.path : (void *)junk);
+		/* the master's socket, as libnfdbus names it, mostly */
+		if (b.has_master_fd && chance(r, 90))
+			mnl_attr_put_u32(nlh, NFDBUS_A_BUS_FD, b.master_fd);
+		else
+			b.has_master_fd = 0;
 	}
 	if (chance(r, 85) && chance(r, 85)) {
 		mnl_attr_put_u64(nlh, NFDBUS_A_PEER, pick_peer(t));
