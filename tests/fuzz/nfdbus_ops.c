@@ -675,11 +675,22 @@ static ino_t sock_netns(int fd)
 	return st.st_ino;
 }
 
+/* Is fd a listening socket (a bus master's bound socket)? */
+static bool sock_listening(int fd)
+{
+	int on = 0;
+	socklen_t len = sizeof(on);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) && on;
+}
+
 /*
  * EPERM for a request that names a socket of the master of a bus with
  * that path: tolerated, and counted, when the socket may be of another
  * bus than the one nfdbus found by the path (the master closed, the
- * descriptor was closed or reused meanwhile, the socket is in another
+ * descriptor was closed or reused meanwhile, it is an accepted socket,
+ * which outlives its master, whose name a new master may have taken
+ * since, the socket is in another
  * network namespace than the netlink socket after an unshare, or the
  * path is a filesystem path, which a new master can take over while the
  * old bus lives), or when the bus is gone right after.  Otherwise a live
@@ -705,7 +716,7 @@ static bool perm_race(struct thread_ctx *t, struct nfdbus *h,
 	 */
 	if (!sock_bus(b->master_fd, &now, &addr, &abstract) || addr ||
 	    now.len != b->len || memcmp(now.path, b->path, b->len) ||
-	    !abstract ||
+	    !abstract || !sock_listening(b->master_fd) ||
 	    sock_netns(b->master_fd) != sock_netns(nfdbus_fd(h))) {
 		count(&sh->perm_races);
 		t->nops++;
