@@ -693,8 +693,9 @@ static bool sock_listening(int fd)
  * since, the socket is in another
  * network namespace than the netlink socket after an unshare, or the
  * path is a filesystem path, which a new master can take over while the
- * old bus lives), or when the bus is gone right after.  Otherwise a live
- * bus must never refuse a request that names its master's socket.
+ * old bus lives), or when the bus is gone right after or a second
+ * request is not refused.  Otherwise a live bus must never refuse a
+ * request that names its master's socket.
  */
 static bool perm_race(struct thread_ctx *t, struct nfdbus *h,
 		      const struct nfdbus_bus *b, int ret)
@@ -722,7 +723,14 @@ static bool perm_race(struct thread_ctx *t, struct nfdbus *h,
 		t->nops++;
 		return true;
 	}
-	if (nfdbus_list(h, b, &peer, NULL, NULL) != -ENOENT)
+	/*
+	 * Whether a socket controls a bus depends on nothing but the two:
+	 * a second request with the same socket that is not refused shows
+	 * that the descriptor or the bus changed between the first one and
+	 * the checks above (closed, and its number and the bus's name taken
+	 * by a new master, by another thread).
+	 */
+	if (nfdbus_list(h, b, &peer, NULL, NULL) == -EPERM)
 		return false;
 	count(&sh->perm_races);
 	t->nops++;
