@@ -148,6 +148,13 @@ make_tree() {
 
 	echo 0123456789abcdef0123456789abcdef >"$TREE/etc/machine-id"
 	echo afbus-system >"$TREE/etc/hostname"
+	# net.bus.msg_max, the largest message a bus master without
+	# CAP_NET_ADMIN may allow, is twice net.core.rmem_max by default: a
+	# desktop's administrator raises it to D-Bus's largest message for
+	# the session buses, whose daemons run as their user ('-': Debian's
+	# own kernel has no such sysctl)
+	mkdir -p "$TREE/etc/sysctl.d"
+	echo '-net.bus.msg_max = 134217728' >"$TREE/etc/sysctl.d/50-afbus.conf"
 	chroot "$TREE" useradd --user-group --create-home --shell /bin/bash afbus
 	mkdir -p "$TREE/etc/systemd/system/serial-getty@ttyS0.service.d"
 	cat >"$TREE/etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf" <<-'EOF'
