@@ -131,6 +131,7 @@ static unsigned int opt_seconds = 120, opt_procs = 4, opt_threads = 3;
 static bool opt_nokill, opt_verbose;
 
 struct fuzz_shared *sh;
+unsigned int worker_netns_moves;
 
 /* Flags, each set with its own probability; the list ends with pct 0. */
 struct flag_chance {
@@ -1291,8 +1292,10 @@ static void op_netns(struct thread_ctx *t)
 	check(t, "unshare(CLONE_NEWNET)", ret, E(ENOSPC, ENOMEM), NULL);
 	if (sys_admin(false))
 		_exit(3);
-	if (ret == 0)
+	if (ret == 0) {
 		__atomic_add_fetch(&sh->netns_moves, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&worker_netns_moves, 1, __ATOMIC_RELAXED);
+	}
 }
 
 /* Rarely: a new network namespace, or a read of /proc/net/bus. */

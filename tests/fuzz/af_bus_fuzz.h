@@ -55,6 +55,8 @@ struct fuzz_shared {
 };
 
 extern struct fuzz_shared *sh;
+/* this worker's threads moved to new network namespaces this often */
+extern unsigned int worker_netns_moves;
 
 /* ---- random numbers: splitmix64 ---- */
 

@@ -51,11 +51,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <linux/sockios.h>
 
 #include <dbus/dbus.h>
 #include <gio/gio.h>
@@ -661,20 +659,6 @@ static uint64_t pick_peer(struct thread_ctx *t)
 	}
 }
 
-/* The inode of the network namespace of socket fd, or 0. */
-static ino_t sock_netns(int fd)
-{
-	struct stat st;
-	int ns = ioctl(fd, SIOCGSKNS);
-
-	if (ns < 0)
-		return 0;
-	if (fstat(ns, &st))
-		st.st_ino = 0;
-	close(ns);
-	return st.st_ino;
-}
-
 /* Is fd a listening socket (a bus master's bound socket)? */
 static bool sock_listening(int fd)
 {
@@ -690,9 +674,10 @@ static bool sock_listening(int fd)
  * bus than the one nfdbus found by the path (the master closed, the
  * descriptor was closed or reused meanwhile, it is an accepted socket,
  * which outlives its master, whose name a new master may have taken
- * since, the socket is in another
- * network namespace than the netlink socket after an unshare, or the
- * path is a filesystem path, which a new master can take over while the
+ * since, a thread of this worker moved to a new network namespace (the
+ * socket and the netlink socket may then be in different ones, and
+ * nfdbus looks the path up in the netlink socket's), or the path is a
+ * filesystem path, which a new master can take over while the
  * old bus lives), or when the bus is gone right after or a second
  * request is not refused.  Otherwise a live bus must never refuse a
  * request that names its master's socket.
@@ -718,7 +703,7 @@ static bool perm_race(struct thread_ctx *t, struct nfdbus *h,
 	if (!sock_bus(b->master_fd, &now, &addr, &abstract) || addr ||
 	    now.len != b->len || memcmp(now.path, b->path, b->len) ||
 	    !abstract || !sock_listening(b->master_fd) ||
-	    sock_netns(b->master_fd) != sock_netns(nfdbus_fd(h))) {
+	    __atomic_load_n(&worker_netns_moves, __ATOMIC_RELAXED)) {
 		count(&sh->perm_races);
 		t->nops++;
 		return true;
