@@ -61,9 +61,8 @@
  *   send_type="method_return"/> a reply nobody awaits is denied, and
  *   with the session bus' <allow send_destination="*" eavesdrop="true"/>
  *   it is let through, and the receiving library drops it, as from
- *   dbus-daemon.  On a kernel without reply tracking every reply counts
- *   as requested there, and the allow rules go without
- *   NFDBUS_POLICY_F_REQUESTED_ONLY, which such a kernel does not know.
+ *   dbus-daemon.  (The daemon runs no AF_BUS bus on a kernel without
+ *   reply tracking: bus-afbus-match.c.)
  * - Receive rules that deny
  *   only eavesdropping are left out: the kernel's only eavesdropper is
  *   the daemon's tap, which gets every message; the daemon applies them
@@ -289,8 +288,7 @@ translate_rule (BusContext                *context,
    * eavesdrop="true") skips unrequested ones */
   if (!rule->allow && !requested_reply)
     out->flags |= NFDBUS_POLICY_F_NOT_REPLIES;
-  if (rule->allow && requested_reply && !eavesdrop &&
-      bus_afbus_kernel_tracks_replies (context))
+  if (rule->allow && requested_reply && !eavesdrop)
     out->flags |= NFDBUS_POLICY_F_REQUESTED_ONLY;
   if (min_fds > 0 || max_fds < DBUS_MAXIMUM_MESSAGE_UNIX_FDS)
     exact = FALSE;

@@ -594,8 +594,7 @@ static dbus_bool_t
 kernel_awaits_reply (DBusConnection *sender,
                      DBusConnection *recipient)
 {
-  return bus_afbus_kernel_tracks_replies (bus_connection_get_context (sender)) &&
-         bus_afbus_connection_is_afbus (sender) &&
+  return bus_afbus_connection_is_afbus (sender) &&
          bus_afbus_connection_is_afbus (recipient) &&
          !bus_afbus_connection_is_legacy (sender) &&
          !bus_afbus_connection_is_legacy (recipient);
