@@ -72,6 +72,8 @@
  *   counts) never makes it allow more: such an allow rule is left out,
  *   and such a deny rule loses that condition, so it denies more.
  * - own rules stay in the daemon, which handles RequestName.
+ * - Every policy ends with a rule of the daemon's own: no signal on its
+ *   interface org.freedesktop.DBus.AF_BUS between clients.
  *
  * A denied method call fails with EPERM in the caller's kernel send,
  * which its libdbus turns into an AccessDenied error; a denied signal is
@@ -336,6 +338,18 @@ push_policy (BusContext      *context,
         }
       n += use;
     }
+
+  /* Last, so that nothing allows it: no client may send another a
+   * signal on the daemon's own interface, whose signals the libraries
+   * act on (bus_afbus_check_message() refuses any message on it that
+   * goes through the daemon).  A signal always has an interface, so
+   * this denies nothing else (a deny rule naming an interface would
+   * apply to a method call or reply without one). */
+  out[n].direction = NFDBUS_POLICY_SEND;
+  out[n].allow = 0;
+  out[n].type = DBUS_MESSAGE_TYPE_SIGNAL;
+  out[n].interface = DBUS_INTERFACE_AFBUS;
+  n++;
 
   err = nfdbus_set_policy (nfdbus, &pb->bus, id, out, n);
   dbus_free (out);

@@ -289,25 +289,88 @@ bus_afbus_config_loaded (BusContext  *context,
 }
 
 /**
- * bus_context_check_security_policy(): the connection whose outgoing
- * queue @message waits in on its way to @recipient, for the limits on
- * that queue: @recipient's own, but a legacy client's is one of its
- * AF_BUS pair's (bus-afbus-legacy.c).  And whether the kernel, not the
- * daemon, awaits the reply if @message is a method call that @sender
- * (NULL: the bus driver) makes of @recipient (kernel_awaits_reply()).
+ * bus_context_check_security_policy(), before the policy: what the
+ * AF_BUS bus makes of @message from @sender (NULL: the bus driver) to
+ * @proposed_recipient (NULL: the bus driver).
+ *
+ * - The interface org.freedesktop.DBus.AF_BUS is the bus's own
+ *   protocol between the daemon and its clients' libraries
+ *   (doc/afbus-transport.md, section 7), as Hello is the bus's own:
+ *   the driver's WatchPeer and UnwatchPeer, which an AF_BUS client's
+ *   library calls for its NoReply, and the daemon's signals (Forwarded,
+ *   PeerGone, ReplyTimeout, ForwardedLost), which the libraries act on.
+ *   They are allowed whatever the configuration denies (Debian's
+ *   system.conf denies method calls by default), the daemon's signals
+ *   within the recipient's queue limit.  Any other message on that
+ *   interface from a client (to another client, or to the driver but
+ *   not a method call) is refused with AccessDenied, as a bus name
+ *   reserved for the daemon is: a client must not pose as the daemon to
+ *   another client's library.  (Between AF_BUS clients the kernel
+ *   refuses such signals: bus-afbus-policy.c.)
+ * - *@queue: the connection whose outgoing queue @message waits in on
+ *   its way to @proposed_recipient, for the limits on that queue:
+ *   @proposed_recipient's own, but a legacy client's is one of its
+ *   AF_BUS pair's (bus-afbus-legacy.c); NULL for the driver.
+ * - *@kernel_awaits: whether the kernel, not the daemon, awaits the
+ *   reply if @message is a method call @sender makes of
+ *   @proposed_recipient (kernel_awaits_reply()).
  */
-DBusConnection *
-bus_afbus_recipient_queue (DBusConnection *sender,
-                           DBusConnection *recipient,
-                           DBusMessage    *message,
-                           dbus_bool_t    *kernel_awaits)
+BusAfbusVerdict
+bus_afbus_check_message (BusContext      *context,
+                         DBusConnection  *sender,
+                         DBusConnection  *proposed_recipient,
+                         DBusMessage     *message,
+                         DBusConnection **queue,
+                         dbus_bool_t     *kernel_awaits,
+                         DBusError       *error)
 {
-  *kernel_awaits = sender != NULL &&
-    dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
-    !dbus_message_get_no_reply (message) &&
-    kernel_awaits_reply (sender, recipient);
+  int type = dbus_message_get_type (message);
 
-  return bus_afbus_legacy_queue (sender, recipient, message, NULL);
+  *queue = NULL;
+  *kernel_awaits = FALSE;
+  if (proposed_recipient != NULL)
+    {
+      *queue = bus_afbus_legacy_queue (sender, proposed_recipient, message,
+                                       NULL);
+      *kernel_awaits = sender != NULL &&
+        type == DBUS_MESSAGE_TYPE_METHOD_CALL &&
+        !dbus_message_get_no_reply (message) &&
+        kernel_awaits_reply (sender, proposed_recipient);
+    }
+
+  if (!dbus_message_has_interface (message, DBUS_INTERFACE_AFBUS))
+    return BUS_AFBUS_CHECK_POLICY;
+
+  if (sender == NULL)
+    {
+      /* The daemon's own signals to its clients' libraries. */
+      if (*queue != NULL &&
+          (dbus_connection_get_outgoing_size (*queue) >
+           bus_context_get_max_outgoing_bytes (context)))
+        {
+          dbus_set_error (error, DBUS_ERROR_LIMITS_EXCEEDED,
+                          "Rejected: destination has a full message queue");
+          return BUS_AFBUS_DENIED;
+        }
+      return BUS_AFBUS_ALLOWED;
+    }
+
+  /* An AF_BUS client's library calling the driver (WatchPeer,
+   * UnwatchPeer), as a client says Hello. */
+  if (proposed_recipient == NULL && type == DBUS_MESSAGE_TYPE_METHOD_CALL &&
+      bus_connection_is_active (sender))
+    return BUS_AFBUS_ALLOWED;
+
+  dbus_set_error (error, DBUS_ERROR_ACCESS_DENIED,
+                  "Rejected message: the interface \"%s\" is reserved for"
+                  " the message bus (%s, member \"%s\", from %s)",
+                  DBUS_INTERFACE_AFBUS,
+                  dbus_message_type_to_string (type),
+                  dbus_message_get_member (message) != NULL ?
+                  dbus_message_get_member (message) : "(unset)",
+                  bus_connection_is_active (sender) ?
+                  bus_connection_get_name (sender) : "(inactive)");
+  return BUS_AFBUS_DENIED;
 }
 
 /**
