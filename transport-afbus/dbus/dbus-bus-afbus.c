@@ -41,7 +41,7 @@
  *
  * - where each message goes (_dbus_afbus_client_route()), with the
  *   well-known name cache the daemon's Forwarded signals fill, and the
- *   SENDER it carries (_dbus_afbus_client_set_sender());
+ *   SENDER it carries (_dbus_afbus_client_stamp_sender());
  * - the calls the kernel awaits the answers to (direct ones, and those
  *   the daemon forwarded to another AF_BUS client): the peers watched
  *   for them (WatchPeer, PeerGone), and NoReply when a peer leaves or at
@@ -201,24 +201,44 @@ _dbus_afbus_client_route (DBusAfbusClient *client,
   return DBUS_AFBUS_MASTER;
 }
 
-/* Sets the SENDER of an outgoing message to our own unique name, which
- * is what the receiver checks against the address the kernel gives it. */
+/**
+ * The header to write for @p message to a peer, which must carry our
+ * own unique name as SENDER (the kernel and the receiver check it): the
+ * message's own if it does (*@p stamped_used is #FALSE), else a copy of
+ * it with our name, in @p stamped (*@p stamped_used is #TRUE; the
+ * caller frees it with _dbus_header_free()).  The message itself is
+ * locked, and may be the application's, shared with another thread or
+ * connection: libdbus never edits a locked message, and neither does
+ * this.  (Messages to the daemon need no SENDER: it writes it.)
+ *
+ * @returns #FALSE if no memory
+ */
 dbus_bool_t
-_dbus_afbus_client_set_sender (DBusAfbusClient *client,
-                               DBusMessage     *message)
+_dbus_afbus_client_stamp_sender (DBusAfbusClient *client,
+                                 DBusMessage     *message,
+                                 DBusHeader      *stamped,
+                                 dbus_bool_t     *stamped_used)
 {
   const char *own = _dbus_string_get_const_data (&client->own_name);
   const char *sender = dbus_message_get_sender (message);
-  dbus_bool_t ok;
 
+  *stamped_used = FALSE;
   if (sender != NULL && strcmp (sender, own) == 0)
     return TRUE;
 
-  /* The message is locked for sending; only the header changes. */
-  message->locked = FALSE;
-  ok = dbus_message_set_sender (message, own);
-  dbus_message_lock (message);
-  return ok;
+  /* (A copy's serial is 0: the message's goes back in.) */
+  if (!_dbus_header_copy (&message->header, stamped))
+    return FALSE;
+  _dbus_header_set_serial (stamped, dbus_message_get_serial (message));
+  if (!_dbus_header_set_field_basic (stamped, DBUS_HEADER_FIELD_SENDER,
+                                     DBUS_TYPE_STRING, &own))
+    {
+      _dbus_header_free (stamped);
+      return FALSE;
+    }
+
+  *stamped_used = TRUE;
+  return TRUE;
 }
 
 /* Is @message a call to the bus driver (org.freedesktop.DBus, or no

@@ -697,10 +697,13 @@ message_undeliverable (DBusTransport *transport,
   return FALSE;
 }
 
-/* Sends one message as one datagram; returns the sendmsg() result. */
+/* Sends one message as one datagram, with @stamped in place of its
+ * header unless NULL (_dbus_afbus_client_stamp_sender()); returns the
+ * sendmsg() result. */
 static int
 send_message (DBusTransportAfbus *afbus_transport,
               DBusMessage        *message,
+              const DBusHeader   *stamped,
               dbus_bool_t         addressed,
               dbus_uint64_t       dest)
 {
@@ -718,6 +721,8 @@ send_message (DBusTransportAfbus *afbus_transport,
   int bytes;
 
   _dbus_message_get_network_data (message, &header, &body);
+  if (stamped != NULL)
+    header = &stamped->data;
 
   iov[0].iov_base = (void *) _dbus_string_get_const_data (header);
   iov[0].iov_len = _dbus_string_get_length (header);
@@ -790,7 +795,8 @@ write_internal (DBusTransportAfbus *afbus_transport)
     {
       int saved_errno;
 
-      if (send_message (afbus_transport, message, FALSE, DBUS_AFBUS_MASTER) < 0)
+      if (send_message (afbus_transport, message, NULL, FALSE,
+                        DBUS_AFBUS_MASTER) < 0)
         {
           saved_errno = errno;
           if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno) ||
@@ -843,6 +849,8 @@ write_pass (DBusTransport *transport,
       dbus_bool_t counted = FALSE;
       dbus_uint64_t dest = DBUS_AFBUS_MASTER;
       dbus_bool_t addressed = FALSE;
+      dbus_bool_t stamped_used = FALSE;
+      DBusHeader stamped;
       int bytes, saved_errno;
 
       if (total > afbus_transport->max_bytes_written_per_iteration)
@@ -910,11 +918,20 @@ write_pass (DBusTransport *transport,
             }
         }
 
-      if (routes && !_dbus_afbus_client_set_sender (client, message))
+      /* SENDER: ours, to a peer */
+      if (routes && addressed &&
+          !_dbus_afbus_client_stamp_sender (client, message, &stamped,
+                                            &stamped_used))
         return FALSE;
 
-      bytes = send_message (afbus_transport, message, addressed, dest);
+      bytes = send_message (afbus_transport, message,
+                            stamped_used ? &stamped : NULL, addressed, dest);
       saved_errno = errno;
+      if (stamped_used)
+        {
+          _dbus_header_free (&stamped);
+          stamped_used = FALSE;
+        }
 
       /* Nobody has that address (BUS_NO_DEFAULT_ROUTE): a peer that
        * left, or a name that is moving.  The daemon takes the message,
@@ -929,7 +946,7 @@ write_pass (DBusTransport *transport,
                          dest);
           addressed = FALSE;
           dest = DBUS_AFBUS_MASTER;
-          bytes = send_message (afbus_transport, message, FALSE, dest);
+          bytes = send_message (afbus_transport, message, NULL, FALSE, dest);
           saved_errno = errno;
         }
 
