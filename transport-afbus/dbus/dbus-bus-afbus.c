@@ -528,6 +528,29 @@ peer_gone (DBusAfbusClient    *client,
   return ok;
 }
 
+typedef enum { ARG_OK, ARG_BAD, ARG_NO_MEMORY } ArgResult;
+
+/* The one argument, of @type, of the daemon's signal @message. */
+static ArgResult
+get_arg (DBusMessage *message,
+         int          type,
+         void        *value)
+{
+  DBusError error = DBUS_ERROR_INIT;
+  ArgResult result = ARG_OK;
+
+  if (!dbus_message_get_args (message, &error, type, value,
+                              DBUS_TYPE_INVALID))
+    {
+      result = dbus_error_has_name (&error, DBUS_ERROR_NO_MEMORY) ?
+        ARG_NO_MEMORY : ARG_BAD;
+      _dbus_verbose ("bad %s signal from the daemon: %s\n",
+                     dbus_message_get_member (message), error.message);
+      dbus_error_free (&error);
+    }
+  return result;
+}
+
 /*
  * Handles (and eats) the daemon's answers to our own messages and its
  * PeerGone and ReplyTimeout signals.  *eaten is set when the application must not see
@@ -541,32 +564,58 @@ handle_internal (DBusAfbusClient    *client,
 {
   dbus_uint32_t reply_serial = dbus_message_get_reply_serial (message);
   dbus_uint64_t addr;
+  dbus_bool_t from_daemon;
   unsigned int i;
 
   *eaten = FALSE;
 
-  if (dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "PeerGone"))
+  /* Address 0 also carries what the daemon forwards from other clients,
+   * with their own SENDER: only the daemon's own messages are ours.
+   * (The daemon refuses to forward a message on its AF_BUS interface,
+   * and the kernel to deliver such a signal between clients; this is
+   * the library's own check.)  Replies from the others end our calls'
+   * waits, as below. */
+  from_daemon = dbus_message_has_sender (message, DBUS_SERVICE_DBUS);
+
+  if (from_daemon &&
+      dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "PeerGone"))
     {
       const char *name;
 
       *eaten = TRUE;
-      if (dbus_message_get_args (message, NULL, DBUS_TYPE_STRING, &name,
-                                 DBUS_TYPE_INVALID) &&
-          (name[0] == ':' ?
-           _dbus_afbus_addr_from_unique_name (name, &addr) :
-           _dbus_afbus_peers_addr_of_name (client->peers, name, &addr)))
+      switch (get_arg (message, DBUS_TYPE_STRING, &name))
+        {
+        case ARG_NO_MEMORY:
+          return FALSE;
+        case ARG_BAD:
+          return TRUE;
+        case ARG_OK:
+        default:
+          break;
+        }
+      if (name[0] == ':' ?
+          _dbus_afbus_addr_from_unique_name (name, &addr) :
+          _dbus_afbus_peers_addr_of_name (client->peers, name, &addr))
         return peer_gone (client, connection, addr);
       return TRUE;
     }
 
-  if (dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "ReplyTimeout"))
+  if (from_daemon &&
+      dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "ReplyTimeout"))
     {
       dbus_int32_t timeout;
 
       *eaten = TRUE;
-      if (!dbus_message_get_args (message, NULL, DBUS_TYPE_INT32, &timeout,
-                                  DBUS_TYPE_INVALID))
-        return TRUE;
+      switch (get_arg (message, DBUS_TYPE_INT32, &timeout))
+        {
+        case ARG_NO_MEMORY:
+          return FALSE;
+        case ARG_BAD:
+          return TRUE;
+        case ARG_OK:
+        default:
+          break;
+        }
       if (client->deadlines == NULL && timeout >= 0)
         {
           client->deadlines = _dbus_afbus_deadlines_new ();
@@ -581,7 +630,8 @@ handle_internal (DBusAfbusClient    *client,
   if (reply_serial == 0)
     return TRUE;
 
-  for (i = 0; i < _DBUS_N_ELEMENTS (client->internal_serials); i++)
+  for (i = 0; from_daemon && i < _DBUS_N_ELEMENTS (client->internal_serials);
+       i++)
     if (client->internal_serials[i] == reply_serial)
       *eaten = TRUE;
 

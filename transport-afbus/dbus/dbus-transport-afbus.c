@@ -1036,6 +1036,12 @@ do_writing (DBusTransport *transport)
   return ok;
 }
 
+static void answer_peer (DBusTransportAfbus *afbus_transport,
+                         dbus_uint64_t       source,
+                         dbus_uint32_t       serial,
+                         const char         *error_name,
+                         const char         *text);
+
 /*
  * Checks the message just read from @source before the connection sees
  * it.  A datagram from another client must hold exactly one valid
@@ -1125,6 +1131,21 @@ check_incoming (DBusTransportAfbus *afbus_transport,
               strcmp (sender, _dbus_string_get_const_data (&expected)) != 0);
       _dbus_string_free (&expected);
 
+      /* The daemon's own interface: no peer may use it (the kernel
+       * refuses such signals between clients; a call is answered
+       * AccessDenied, as the daemon answers one it is sent). */
+      if (!drop && dbus_message_has_interface (message, DBUS_INTERFACE_AFBUS))
+        {
+          drop = TRUE;
+          if (dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
+              !dbus_message_get_no_reply (message))
+            answer_peer (afbus_transport, source,
+                         dbus_message_get_serial (message),
+                         DBUS_ERROR_ACCESS_DENIED,
+                         "The interface " DBUS_INTERFACE_AFBUS " is reserved"
+                         " for the message bus");
+        }
+
       /* Header fields that this libdbus does not know are removed, as
        * the daemon removes them from what it routes (HeaderFiltering):
        * a field defined later may carry a meaning the bus guarantees,
@@ -1165,6 +1186,53 @@ check_incoming (DBusTransportAfbus *afbus_transport,
 }
 
 /*
+ * Answers the call @serial of the peer at @source with the error
+ * @error_name (@text), from us, straight through the kernel: a message
+ * of the peer's that we drop, so that the kernel's reply tracking and
+ * the caller's wait end as with any reply.  Without memory or room in
+ * the socket nothing is answered.
+ */
+static void
+answer_peer (DBusTransportAfbus *afbus_transport,
+             dbus_uint64_t       source,
+             dbus_uint32_t       serial,
+             const char         *error_name,
+             const char         *text)
+{
+  DBusTransport *transport = (DBusTransport *) afbus_transport;
+  DBusMessage *reply;
+  DBusString dest;
+
+  if (serial == 0 || afbus_transport->client == NULL ||
+      !_dbus_string_init (&dest))
+    return;
+
+  reply = dbus_message_new (DBUS_MESSAGE_TYPE_ERROR);
+  if (reply != NULL &&
+      _dbus_afbus_unique_name_from_addr (source, &dest) &&
+      dbus_message_set_error_name (reply, error_name) &&
+      dbus_message_set_reply_serial (reply, serial) &&
+      dbus_message_set_destination (reply, _dbus_string_get_const_data (&dest)) &&
+      dbus_message_set_sender (reply,
+                               _dbus_afbus_client_get_name (afbus_transport->client)) &&
+      dbus_message_append_args (reply, DBUS_TYPE_STRING, &text,
+                                DBUS_TYPE_INVALID))
+    {
+      dbus_message_set_no_reply (reply, TRUE);
+      dbus_message_set_serial (reply,
+                               _dbus_connection_get_next_client_serial (transport->connection));
+      dbus_message_lock (reply);
+      if (send_message (afbus_transport, reply, NULL, TRUE, source) < 0)
+        _dbus_verbose ("could not answer %016" PRIx64 ": %s\n", source,
+                       _dbus_strerror (errno));
+    }
+
+  if (reply != NULL)
+    dbus_message_unref (reply);
+  _dbus_string_free (&dest);
+}
+
+/*
  * A peer sent us a message with unix fds that we could not take: we did
  * not negotiate fd passing, or it had more than we have room for (the
  * kernel closed them).  The message is dropped and counted; a method
@@ -1185,8 +1253,6 @@ fds_refused (DBusTransportAfbus *afbus_transport,
   DBusTransport *transport = (DBusTransport *) afbus_transport;
   const unsigned char *h;
   dbus_uint32_t serial;
-  DBusMessage *reply;
-  DBusString dest;
   const char *text = DBUS_TRANSPORT_CAN_SEND_UNIX_FD (transport) ?
     "Tried to send message with more Unix file descriptors than the"
     " recipient takes" :
@@ -1211,32 +1277,8 @@ fds_refused (DBusTransportAfbus *afbus_transport,
     return;
 
   serial = _dbus_unpack_uint32 (h[0], h + 8);
-  if (serial == 0 || !_dbus_string_init (&dest))
-    return;
-
-  reply = dbus_message_new (DBUS_MESSAGE_TYPE_ERROR);
-  if (reply != NULL &&
-      _dbus_afbus_unique_name_from_addr (source, &dest) &&
-      dbus_message_set_error_name (reply, DBUS_ERROR_NOT_SUPPORTED) &&
-      dbus_message_set_reply_serial (reply, serial) &&
-      dbus_message_set_destination (reply, _dbus_string_get_const_data (&dest)) &&
-      dbus_message_set_sender (reply,
-                               _dbus_afbus_client_get_name (afbus_transport->client)) &&
-      dbus_message_append_args (reply, DBUS_TYPE_STRING, &text,
-                                DBUS_TYPE_INVALID))
-    {
-      dbus_message_set_no_reply (reply, TRUE);
-      dbus_message_set_serial (reply,
-                               _dbus_connection_get_next_client_serial (transport->connection));
-      dbus_message_lock (reply);
-      if (send_message (afbus_transport, reply, TRUE, source) < 0)
-        _dbus_verbose ("could not answer %016" PRIx64 ": %s\n", source,
-                       _dbus_strerror (errno));
-    }
-
-  if (reply != NULL)
-    dbus_message_unref (reply);
-  _dbus_string_free (&dest);
+  answer_peer (afbus_transport, source, serial, DBUS_ERROR_NOT_SUPPORTED,
+               text);
 }
 
 /*
