@@ -473,7 +473,10 @@ queue_no_reply (DBusAfbusClient    *client,
     }
 
   dbus_message_set_no_reply (reply, TRUE);
-  _dbus_connection_queue_synthesized_message_link (connection, reply_link);
+  /* As if received: the pending call's own timeout goes at once, or
+   * it could fire before this is dispatched, and the caller get
+   * libdbus's NoReply and then this as a stray message. */
+  _dbus_connection_queue_received_message_link (connection, reply_link);
   return TRUE;
 }
 

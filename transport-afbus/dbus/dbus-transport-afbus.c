@@ -192,20 +192,51 @@ set_retry_writing (DBusTransportAfbus *afbus_transport,
   afbus_transport->retry_added = retry;
 }
 
-/* The retry timeout's handler, called by the application's main loop
- * with the connection unlocked: a write as if the socket were writable. */
+/*
+ * A timeout's handler stands in for @which watch (the write watch, or
+ * the read watch) with @flags: called by the application's main loop
+ * with the connection unlocked, it takes the watch under the
+ * connection's lock (free_watches() may take it away meanwhile, from
+ * another thread) and handles it as the main loop would, which takes
+ * the lock again.  A watch taken away meanwhile is invalid, and
+ * handling it does nothing.
+ */
+static dbus_bool_t
+timeout_as_watch (DBusTransportAfbus *afbus_transport,
+                  dbus_bool_t         write_watch,
+                  unsigned int        flags)
+{
+  DBusConnection *connection = ((DBusTransport *) afbus_transport)->connection;
+  DBusWatch *watch;
+  dbus_bool_t ok = TRUE;
+
+  /* (The transport's connection is set once, before any timeout.) */
+  if (connection == NULL)
+    return TRUE;
+
+  dbus_connection_ref (connection);
+  _dbus_connection_lock (connection);
+  watch = write_watch ? afbus_transport->write_watch :
+    afbus_transport->read_watch;
+  if (watch != NULL)
+    _dbus_watch_ref (watch);
+  _dbus_connection_unlock (connection);
+
+  if (watch != NULL)
+    {
+      ok = _dbus_connection_handle_watch (watch, flags, connection);
+      _dbus_watch_unref (watch);
+    }
+
+  dbus_connection_unref (connection);
+  return ok;
+}
+
+/* The retry timeout's handler: a write as if the socket were writable. */
 static dbus_bool_t
 retry_writing (void *data)
 {
-  DBusTransportAfbus *afbus_transport = data;
-  DBusTransport *transport = (DBusTransport *) afbus_transport;
-
-  if (transport->connection == NULL || afbus_transport->write_watch == NULL)
-    return TRUE;
-
-  return _dbus_connection_handle_watch (afbus_transport->write_watch,
-                                        DBUS_WATCH_WRITABLE,
-                                        transport->connection);
+  return timeout_as_watch (data, TRUE, DBUS_WATCH_WRITABLE);
 }
 
 /*
@@ -240,20 +271,12 @@ set_reply_timer (DBusTransportAfbus *afbus_transport)
                                            afbus_transport->reply_timer);
 }
 
-/* The reply timer's handler, called by the application's main loop
- * with the connection unlocked: afbus_handle_watch() ends the calls
- * whose time is up (expire_calls()), under the connection's lock. */
+/* The reply timer's handler: afbus_handle_watch() ends the calls whose
+ * time is up (expire_calls()), under the connection's lock. */
 static dbus_bool_t
 reply_timer_fired (void *data)
 {
-  DBusTransportAfbus *afbus_transport = data;
-  DBusTransport *transport = (DBusTransport *) afbus_transport;
-
-  if (transport->connection == NULL || afbus_transport->read_watch == NULL)
-    return TRUE;
-
-  return _dbus_connection_handle_watch (afbus_transport->read_watch, 0,
-                                        transport->connection);
+  return timeout_as_watch (data, FALSE, 0);
 }
 
 static void
@@ -685,7 +708,10 @@ message_undeliverable (DBusTransport *transport,
       if (link == NULL)
         goto oom;
 
-      _dbus_connection_queue_synthesized_message_link (transport->connection, link);
+      /* As if received: the pending call's own timeout goes at once, or
+       * it could fire before this is dispatched, and the caller get
+       * libdbus's NoReply and then this as a stray message. */
+      _dbus_connection_queue_received_message_link (transport->connection, link);
     }
 
   _dbus_connection_message_link_sent_unlocked (transport->connection, queued);
