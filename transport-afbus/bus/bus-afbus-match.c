@@ -402,6 +402,33 @@ bus_afbus_check_kernel (BusContext *context,
   return TRUE;
 }
 
+/**
+ * ReloadConfig: every bus the daemon runs takes the configuration's
+ * max_replies_per_connection and reply_timeout, in one request each
+ * (set_bus()), so for all its clients at once, and for the calls they
+ * make from then on.  FALSE with @p error set if the kernel refused.
+ */
+dbus_bool_t
+bus_afbus_match_reload (BusContext *context,
+                        DBusError  *error)
+{
+  BusAfbusMatch *match = match_of (context);
+  DBusList *link;
+  int err;
+
+  for (link = _dbus_list_get_first_link (&match->managed_buses); link != NULL;
+       link = _dbus_list_get_next_link (&match->managed_buses, link))
+    {
+      err = set_bus (context, link->data);
+      if (err < 0)
+        return bus_afbus_nfdbus_error (context, error, -err,
+                                       "The kernel does not take the bus's"
+                                       " new reply limits");
+    }
+
+  return TRUE;
+}
+
 dbus_bool_t
 bus_afbus_match_manage (DBusConnection *connection,
                         DBusError      *error)
@@ -709,6 +736,13 @@ bus_afbus_match_set_monitor (DBusConnection *connection,
 dbus_bool_t
 bus_afbus_match_manage (DBusConnection *connection,
                         DBusError      *error)
+{
+  return TRUE;
+}
+
+dbus_bool_t
+bus_afbus_match_reload (BusContext *context,
+                        DBusError  *error)
 {
   return TRUE;
 }

@@ -36,6 +36,9 @@ dbus_bool_t bus_afbus_match_manage (DBusConnection *connection,
  * on it (FALSE, with @error, only when no other address is left). */
 dbus_bool_t bus_afbus_check_kernel (BusContext     *context,
                                     DBusError      *error);
+/* ReloadConfig: the buses take the new reply limits. */
+dbus_bool_t bus_afbus_match_reload (BusContext     *context,
+                                    DBusError      *error);
 #ifdef DBUS_HAVE_AFBUS
 struct nfdbus;
 struct nfdbus_bus;

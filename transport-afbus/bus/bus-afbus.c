@@ -237,6 +237,55 @@ bus_afbus_rule_freed (DBusConnection *connection,
   bus_afbus_remove_match (connection, rule);
 }
 
+static dbus_bool_t send_reply_timeout (DBusConnection *connection,
+                                       BusTransaction *transaction,
+                                       dbus_bool_t     always);
+
+/* A native AF_BUS client gets the bus's new reply timeout (-1 too). */
+static dbus_bool_t
+tell_client_reply_timeout (DBusConnection *connection,
+                           void           *data)
+{
+  if (!bus_afbus_connection_is_afbus (connection) ||
+      bus_afbus_connection_is_legacy (connection) ||
+      bus_connection_is_monitor (connection))
+    return TRUE;
+
+  return send_reply_timeout (connection, data, TRUE);
+}
+
+/*
+ * ReloadConfig changed the bus's reply timeout: every native AF_BUS
+ * client's library learns it (ReplyTimeout), in one transaction, as the
+ * kernel did (bus_afbus_match_reload()), for the calls it makes from
+ * then on.  FALSE with @error set if no memory.
+ */
+static dbus_bool_t
+tell_reply_timeout (BusContext *context,
+                    DBusError  *error)
+{
+  BusTransaction *transaction;
+
+  if (bus_context_get_reply_timeout (context) ==
+      bus_context_get_afbus (context)->reply_timeout)
+    return TRUE;
+
+  transaction = bus_transaction_new (context);
+  if (transaction == NULL ||
+      !bus_connections_foreach_active (bus_context_get_connections (context),
+                                       tell_client_reply_timeout,
+                                       transaction))
+    {
+      if (transaction != NULL)
+        bus_transaction_cancel_and_free (transaction);
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+
+  bus_transaction_execute_and_free (transaction);
+  return TRUE;
+}
+
 /**
  * The configuration is loaded (@is_reload: ReloadConfig), once the
  * daemon listens and every connection has its new BusClientPolicy, and
@@ -266,10 +315,14 @@ bus_afbus_config_loaded (BusContext  *context,
           !bus_afbus_check_kernel (context, error))
         return FALSE;
     }
-  else if (!bus_afbus_policy_reload (context, error))
+  else if (!bus_afbus_policy_reload (context, error) ||
+           !bus_afbus_match_reload (context, error) ||
+           !tell_reply_timeout (context, error))
     {
       return FALSE;
     }
+  bus_context_get_afbus (context)->reply_timeout =
+    bus_context_get_reply_timeout (context);
 
   for (link = _dbus_list_get_last_link (servers); link != NULL;
        link = _dbus_list_get_prev_link (servers, link))
@@ -488,18 +541,22 @@ check_listen (BusContext *context,
 
 /* Tells a native client the bus's reply timeout, before the reply to
  * its Hello: org.freedesktop.DBus.AF_BUS.ReplyTimeout (i milliseconds),
- * if the bus has one (reply_timeout, -1 by default: none). */
+ * if the bus has one (reply_timeout, -1 by default: none); @always: even
+ * -1 (a ReloadConfig changed it). */
 static dbus_bool_t
 send_reply_timeout (DBusConnection *connection,
-                    BusTransaction *transaction)
+                    BusTransaction *transaction,
+                    dbus_bool_t     always)
 {
   dbus_int32_t timeout =
     bus_context_get_reply_timeout (bus_connection_get_context (connection));
   DBusMessage *message;
   dbus_bool_t ok;
 
-  if (timeout < 0)
+  if (timeout < 0 && !always)
     return TRUE;
+  if (timeout < 0)
+    timeout = -1;
 
   message = dbus_message_new_signal (DBUS_PATH_DBUS, DBUS_INTERFACE_AFBUS,
                                      "ReplyTimeout");
@@ -576,7 +633,7 @@ bus_afbus_join (DBusConnection *connection,
    * answers them NoReply then, as the daemon answers the calls it
    * forwarded (ReplyTimeout; doc/afbus-transport.md). */
   if (!bus_afbus_connection_is_legacy (connection) &&
-      !send_reply_timeout (connection, transaction))
+      !send_reply_timeout (connection, transaction, FALSE))
     {
       BUS_SET_OOM (error);
       return FALSE;
