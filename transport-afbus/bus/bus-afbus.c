@@ -153,19 +153,21 @@ bus_afbus_free (BusAfbus *afbus)
 
 /**
  * The addresses the daemon listens on when it is given --address: that
- * address, then, unless it is an afbus: address itself, the afbus:
- * <listen> addresses of the configuration.  Upstream's --address
- * replaces the configuration's addresses; the fork keeps its AF_BUS
- * ones because systemd, which starts the system and session buses with
- * --address=systemd: to pass them their unix sockets, cannot make AF_BUS
- * buses: the daemon makes them itself.
+ * address alone, as upstream's --address replaces the configuration's
+ * <listen> addresses; but under --address=systemd: (systemd's socket
+ * activation: the system bus's dbus.service, the user bus of
+ * dbus-user-session) also the afbus: <listen> addresses of the
+ * configuration, since systemd, which passes the daemon its unix
+ * sockets, cannot make AF_BUS buses: the daemon makes them itself.  So
+ * a daemon started by hand with --address (a test bus inside a desktop
+ * session, say) never touches the user bus's AF_BUS address.
  *
  * A bare "afbus:" makes a fresh bus that only --print-address tells
- * anybody about.  Under --address it becomes "afbus:runtime=yes", as
- * systemd's $XDG_RUNTIME_DIR/bus socket takes the place of the session
- * configuration's unix:tmpdir=: the user bus of dbus-user-session is
- * then found at $XDG_RUNTIME_DIR/bus.afbus (a daemon without
- * $XDG_RUNTIME_DIR logs that it does not listen on it).
+ * anybody about.  Under --address=systemd: it becomes
+ * "afbus:runtime=yes", as systemd's $XDG_RUNTIME_DIR/bus socket takes
+ * the place of the session configuration's unix:tmpdir=: the user bus
+ * of dbus-user-session is then found at $XDG_RUNTIME_DIR/bus.afbus (a
+ * daemon without $XDG_RUNTIME_DIR logs that it does not listen on it).
  *
  * Appends to @list the strings, which stay @address's and @config's or
  * are static; FALSE if out of memory.
@@ -179,7 +181,7 @@ bus_afbus_cmdline_addresses (DBusList  **list,
 
   if (!_dbus_list_append (list, (char *) address))
     return FALSE;
-  if (strncmp (address, "afbus:", strlen ("afbus:")) == 0)
+  if (strcmp (address, "systemd:") != 0)
     return TRUE;
 
   for (link = _dbus_list_get_first_link (config); link != NULL;
@@ -462,10 +464,11 @@ bus_afbus_dispatch_matches (BusContext     *context,
  * Whether the daemon goes on without a <listen> address it could not
  * listen on: an afbus: address on a kernel without AF_BUS (socket()
  * fails with EAFNOSUPPORT, which the AF_BUS server reports as
- * NotSupported).  The daemon then logs one warning and serves its
- * other addresses, as dbus-daemon would; the fork's clients fall back
- * to the next address of their list.  Clears @error when it returns
- * TRUE.
+ * NotSupported), or whose bus or file is a live bus's (AddressInUse:
+ * another daemon runs there).  The daemon then logs one warning and
+ * serves its other addresses, as dbus-daemon would; the fork's clients
+ * fall back to the next address of their list.  Clears @error when it
+ * returns TRUE.
  */
 dbus_bool_t
 bus_afbus_skip_listen (BusContext *context,
@@ -475,7 +478,8 @@ bus_afbus_skip_listen (BusContext *context,
   BusAfbus *afbus;
 
   if (strncmp (address, "afbus:", strlen ("afbus:")) != 0 ||
-      !dbus_error_has_name (error, DBUS_ERROR_NOT_SUPPORTED))
+      !(dbus_error_has_name (error, DBUS_ERROR_NOT_SUPPORTED) ||
+        dbus_error_has_name (error, DBUS_ERROR_ADDRESS_IN_USE)))
     return FALSE;
 
   bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
