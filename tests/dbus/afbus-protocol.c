@@ -21,6 +21,13 @@
  *	                               "sent SERIAL"
  *	  signal DEST|- PATH IFACE.MEMBER [ARG...]
  *	                               "sent SERIAL" ("-": no destination)
+ *	  signal-twice DEST|- PATH IFACE.MEMBER [ARG...]
+ *	                               sends one signal message twice, as
+ *	                               an application may share a message,
+ *	                               and flushes: "sent-twice sender=S",
+ *	                               S the message's SENDER afterwards
+ *	                               ("-" if none: the library did not
+ *	                               edit the locked message)
  *	  match RULE                   AddMatch, waiting for its reply:
  *	                               "match ok" or "match error NAME"
  *	  own NAME                     RequestName NAME (flags 0), waiting:
@@ -287,6 +294,19 @@ static int client(void)
 			if (!m || !dbus_connection_send(c, m, &serial))
 				die("send", NULL);
 			printf("sent %u\n", serial);
+			dbus_message_unref(m);
+		} else if (strcmp(argv[0], "signal-twice") == 0 && argc >= 4) {
+			DBusMessage *m = new_message(DBUS_MESSAGE_TYPE_SIGNAL,
+						     argv[1], argv[2], argv[3],
+						     argv + 4);
+			const char *sender;
+
+			if (!m || !dbus_connection_send(c, m, NULL) ||
+			    !dbus_connection_send(c, m, NULL))
+				die("send", NULL);
+			dbus_connection_flush(c);
+			sender = dbus_message_get_sender(m);
+			printf("sent-twice sender=%s\n", sender ? sender : "-");
 			dbus_message_unref(m);
 		} else if (strcmp(argv[0], "match") == 0 && argc == 2) {
 			dbus_bus_add_match(c, argv[1], &error);
