@@ -150,6 +150,8 @@ typedef struct
   dbus_uint64_t addr;
   dbus_bool_t joined;     /**< a native client, on the bus */
   dbus_bool_t legacy;     /**< a legacy client; @fd is its pair's A1 */
+  unsigned long forwarded_lost; /**< Forwarded signals it did not get,
+                                 *   not told yet (ForwardedLost) */
 } BusAfbusClient;
 
 
@@ -367,6 +369,17 @@ bus_afbus_connection_set_joined (DBusConnection *connection)
 
   client->joined = TRUE;
   return TRUE;
+}
+
+/* The count of @connection's Forwarded signals that did not fit in its
+ * queue and that it was not told of yet (bus_afbus_send_forwarded()),
+ * or NULL if it is no AF_BUS client the daemon knows. */
+unsigned long *
+bus_afbus_connection_forwarded_lost (DBusConnection *connection)
+{
+  BusAfbusClient *client = client_get (connection);
+
+  return client != NULL ? &client->forwarded_lost : NULL;
 }
 
 /*

@@ -742,6 +742,7 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
   dbus_uint32_t serial = 0;
   const char *callee = "";
   const char *owner_name = NULL;
+  unsigned long *lost;
   dbus_bool_t ok;
 
   /* Legacy clients send everything through the daemon. */
@@ -782,6 +783,41 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
     {
       serial = dbus_message_get_serial (forwarded);
       callee = owner_name;
+    }
+
+  /* A sender whose queue is over max_outgoing_bytes (it does not read)
+   * gets no more, as from dbus-daemon; but its library counts the
+   * messages it sent us until their Forwarded comes, and would send
+   * everything through us for ever.  So the Forwarded signals that did
+   * not fit are counted, and the next one that fits comes after a
+   * ForwardedLost (u count): every message it sends through us while it
+   * waits for them brings one (doc/afbus-transport.md). */
+  lost = bus_afbus_connection_forwarded_lost (sender);
+  if (dbus_connection_get_outgoing_size (sender) >
+      bus_context_get_max_outgoing_bytes (context))
+    {
+      if (lost != NULL && *lost < 0xffffffffUL)
+        (*lost)++;
+      return TRUE;
+    }
+  if (lost != NULL && *lost > 0)
+    {
+      dbus_uint32_t count = *lost;
+
+      message = dbus_message_new_signal (DBUS_PATH_DBUS, DBUS_INTERFACE_AFBUS,
+                                         "ForwardedLost");
+      ok = message != NULL &&
+        dbus_message_append_args (message, DBUS_TYPE_UINT32, &count,
+                                  DBUS_TYPE_INVALID) &&
+        bus_transaction_send_from_driver (transaction, sender, message);
+      if (message != NULL)
+        dbus_message_unref (message);
+      if (!ok)
+        {
+          BUS_SET_OOM (error);
+          return FALSE;
+        }
+      *lost = 0;
     }
 
   message = dbus_message_new_signal (DBUS_PATH_DBUS, DBUS_INTERFACE_AFBUS,
