@@ -12,9 +12,17 @@
 # - that interface is the daemon's alone: a client (uid 65534) that
 #   sends another one PeerGone, ReplyTimeout or a call on it, through
 #   the daemon or straight through the kernel, changes nothing for it;
+# - a driver call that changes the rules or names (AddMatch,
+#   RequestName), sent without waiting, is handled before the client's
+#   later messages reach anybody, as through dbus-daemon's one queue,
+#   also when the daemon takes its time (stopped meanwhile);
 # - a message to a name that activation delivers and the policy then
 #   refuses leaves the client on the direct path (its Forwarded comes;
-#   its next calls are answered with the daemon stopped);
+#   its next calls are answered with the daemon stopped); one whose
+#   Forwarded the daemon could not queue (the client's queue in the
+#   daemon over max_outgoing_bytes) is repaired by the next message it
+#   sends through the daemon (ForwardedLost), then it is back on the
+#   direct path;
 # - ReloadConfig gives the kernel and every client's library the new
 #   reply_timeout and max_replies_per_connection.
 . /usr/libexec/afbus/dbus-test-lib.sh
@@ -28,7 +36,7 @@ AF=afbus:file=$D/bus.afbus
 UX=unix:path=$D/bus.sock
 CONF=$D/bus.conf
 NAMES="com.example.Hang com.example.HangByName com.example.Slow com.example.P
-	com.example.Victim com.example.Act com.example.Order"
+	com.example.Victim com.example.New com.example.Act com.example.Order"
 activatable com.example.Act "/usr/bin/afbus-protocol serve com.example.Act" \
 	$D/services
 
@@ -170,6 +178,42 @@ expect_eq "... the kernel refused it (denied)" $((denied + 1)) \
 proto victim 7 "call $p / com.example.Proto.Echo 20000 s:still"
 expect_match "... and the victim's calls are answered" '^reply still$' "$out"
 
+# AddMatch sent without waiting, then a call straight to a service that
+# answers it with a signal: the daemon is stopped in between, so the
+# call would reach the service before the rule is in the kernel.  It
+# goes through the daemon, behind the AddMatch, and the signal comes.
+proto_start order 8
+proto order 8 "call $p / com.example.Proto.Echo 20000 s:first"
+kill -STOP $daemon_pid
+proto order 8 "match-async type='signal',interface='com.example.Proto',member='Answer'"
+proto order 8 "send $p / com.example.Proto.EmitThenReply"
+sleep 1
+kill -CONT $daemon_pid
+proto order 8 "wait-signals Answer 1 5000"
+expect_eq "AddMatch then a direct call, the daemon stopped between: the answering signal comes" \
+	"signals Answer=1" "$out"
+# RequestName sent without waiting, then a signal, which a subscriber
+# takes by a rule on that name (sender='com.example.New').
+proto_start sub 9
+proto sub 9 "match type='signal',sender='com.example.New',member='Tick'"
+proto_start new 5
+proto new 5 "name"
+kill -STOP $daemon_pid
+proto new 5 "own-async com.example.New"
+proto new 5 "signal - /new com.example.Proto.Tick u:7"
+sleep 1
+kill -CONT $daemon_pid
+proto sub 9 "wait-signals Tick 1 5000"
+expect_eq "RequestName then a signal, the daemon stopped between: a sender='NAME' rule takes it" \
+	"signals Tick=1" "$out"
+
+# Once the daemon answered, the client is back on the direct path.
+kill -STOP $daemon_pid
+proto order 8 "call $p / com.example.Proto.Echo 3000 s:direct"
+kill -CONT $daemon_pid
+expect_match "... and then its calls go straight to their callee again (the daemon stopped)" \
+	'^reply direct$' "$out"
+
 # SENDER is stamped without editing the application's message, which
 # it may share (here: one signal sent twice): the message keeps no
 # SENDER, and the receiver gets both copies with ours (it drops a
@@ -231,5 +275,50 @@ EOF
 expect_match "... the fifth call awaiting a reply: LimitsExceeded" \
 	'^error org\.freedesktop\.DBus\.Error\.LimitsExceeded' "$(cat $D/many.out)"
 
-exec 3>&- 4>&- 7>&-
+# A Forwarded the daemon cannot queue: a client whose queue in the
+# daemon is over max_outgoing_bytes (64 KiB) while it does not read
+# (NameOwnerChanged signals pile up), and which then sends a call to a
+# name, through the daemon: the Forwarded for it does not fit, and is
+# counted.
+kill $daemon_pid
+wait $daemon_pid 2>/dev/null
+sysp_conf $CONF 3000 8 '<limit name="max_outgoing_bytes">65536</limit>' \
+	'<policy context="default"><allow own_prefix="com.example.churn"/></policy>'
+check "a daemon with max_outgoing_bytes 64 KiB starts" \
+	start_config_bus $CONF $D/bus.afbus $D/bus.sock
+daemon_pid=$BUS_PID
+afbus-protocol serve com.example.P >$D/p2.out 2>&1 &
+_pids="$_pids $!"
+wait_ready $D/p2.out
+p=$(sed -n 's/^ready //p' $D/p2.out)
+rm -f /tmp/proto-lost.in
+mkfifo /tmp/proto-lost.in
+DBUS_AFBUS_SHOW_INTERNAL=1 afbus-protocol client </tmp/proto-lost.in \
+	>/tmp/proto-lost.out 2>&1 &
+_pids="$_pids $!"
+exec 3>/tmp/proto-lost.in
+_proto_n_lost=0
+proto lost 3 "match type='signal',interface='org.freedesktop.DBus',member='NameOwnerChanged'"
+echo "sleep 10000" >&3
+_proto_n_lost=$((_proto_n_lost + 1))
+timeout 60 afbus-signal churn 0 1500 >$D/churn.out 2>&1
+proto lost 3 "send com.example.P / com.example.Proto.Echo s:lost"
+proto lost 3 "read 3000"
+proto lost 3 "wait-signals Forwarded 1 100"
+expect_eq "a client over its queue limit: the daemon could not queue its Forwarded" \
+	"signals Forwarded=0" "$out"
+# The next message it sends through the daemon (all do, while it waits
+# for that Forwarded) brings ForwardedLost (1) before its own Forwarded,
+proto lost 3 "call $p / com.example.Proto.Echo 20000 s:repair"
+expect_match "... its next call, through the daemon, is answered" '^reply repair$' "$out"
+proto lost 3 "wait-signals ForwardedLost 1 2000"
+expect_eq "... and brings it ForwardedLost" "signals ForwardedLost=1" "$out"
+# and from then on its calls go straight to their callee again.
+kill -STOP $daemon_pid
+proto lost 3 "call $p / com.example.Proto.Echo 3000 s:direct"
+kill -CONT $daemon_pid
+expect_match "... then its calls go straight to their callee (the daemon stopped)" \
+	'^reply direct$' "$out"
+
+exec 3>&- 4>&- 5>&- 7>&- 8>&- 9>&-
 finish
