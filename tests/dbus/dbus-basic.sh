@@ -41,8 +41,8 @@ expect_match "afbus: without path, abstract, file or runtime is a bad address" \
 # dbus/0007), and keeps it out of its Interfaces property.
 out=$(timeout 20 dbus-send --session --print-reply=literal --dest=org.freedesktop.DBus \
 	/org/freedesktop/DBus org.freedesktop.DBus.Introspectable.Introspect 2>&1 | tr -d '\n ')
-expect_match "Introspect shows org.freedesktop.DBus.AF_BUS: WatchPeer (s), UnwatchPeer (s), Forwarded (s, t, u, s, s), PeerGone (s) and ReplyTimeout (i)" \
-	'<interfacename="org.freedesktop.DBus.AF_BUS"><methodname="WatchPeer"><argdirection="in"type="s"/></method><methodname="UnwatchPeer"><argdirection="in"type="s"/></method><signalname="Forwarded"><argtype="s"name="name"/><argtype="t"name="address"/><argtype="u"name="serial"/><argtype="s"name="callee"/><argtype="s"name="owner"/></signal><signalname="PeerGone"><argtype="s"name="name"/></signal><signalname="ReplyTimeout"><argtype="i"name="milliseconds"/></signal></interface>' \
+expect_match "Introspect shows org.freedesktop.DBus.AF_BUS: WatchPeer (s), UnwatchPeer (s), Forwarded (s, t, u, s, s), ForwardedLost (u), PeerGone (s) and ReplyTimeout (i)" \
+	'<interfacename="org.freedesktop.DBus.AF_BUS"><methodname="WatchPeer"><argdirection="in"type="s"/></method><methodname="UnwatchPeer"><argdirection="in"type="s"/></method><signalname="Forwarded"><argtype="s"name="name"/><argtype="t"name="address"/><argtype="u"name="serial"/><argtype="s"name="callee"/><argtype="s"name="owner"/></signal><signalname="ForwardedLost"><argtype="u"name="count"/></signal><signalname="PeerGone"><argtype="s"name="name"/></signal><signalname="ReplyTimeout"><argtype="i"name="milliseconds"/></signal></interface>' \
 	"$out"
 out=$(timeout 20 dbus-send --session --print-reply --dest=org.freedesktop.DBus \
 	/org/freedesktop/DBus org.freedesktop.DBus.Properties.Get \
