@@ -479,9 +479,9 @@ system_bus_config() {
 # nobody) and call it.
 system_holes() {
 	echo '<policy context="default">'
-	for _n in "$@"; do
-		echo "  <allow own=\"$_n\"/>"
-		echo "  <allow send_destination=\"$_n\"/>"
+	for _hn in "$@"; do
+		echo "  <allow own=\"$_hn\"/>"
+		echo "  <allow send_destination=\"$_hn\"/>"
 	done
 	echo '</policy>'
 }
@@ -511,15 +511,15 @@ proto_start() {
 # (WAIT-S seconds at most, default 60) until it did it; its output lines
 # (without the "= N" line) in $out.
 proto() {
-	eval "_n=\$((_proto_n_$1 + 1)); _proto_n_$1=\$_n"
+	eval "_pn=\$((_proto_n_$1 + 1)); _proto_n_$1=\$_pn"
 	echo "$3" >&$2
 	i=0
-	while ! grep -qx "= $_n" /tmp/proto-$1.out 2>/dev/null &&
+	while ! grep -qx "= $_pn" /tmp/proto-$1.out 2>/dev/null &&
 		[ $i -lt $((${4:-60} * 10)) ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done
-	out=$(awk -v n="$_n" '$0 == "= " n - 1 { on = 1; next }
+	out=$(awk -v n="$_pn" '$0 == "= " n - 1 { on = 1; next }
 		$0 == "= " n { exit } on || n == 1' /tmp/proto-$1.out)
 }
 
