@@ -12,10 +12,6 @@
 # - that interface is the daemon's alone: a client (uid 65534) that
 #   sends another one PeerGone, ReplyTimeout or a call on it, through
 #   the daemon or straight through the kernel, changes nothing for it;
-# - a driver call that changes the rules or names (AddMatch,
-#   RequestName), sent without waiting, is handled before the client's
-#   later messages reach anybody, as through dbus-daemon's one queue,
-#   also when the daemon takes its time (stopped meanwhile);
 # - a message to a name that activation delivers and the policy then
 #   refuses leaves the client on the direct path (its Forwarded comes;
 #   its next calls are answered with the daemon stopped); one whose
@@ -36,7 +32,7 @@ AF=afbus:file=$D/bus.afbus
 UX=unix:path=$D/bus.sock
 CONF=$D/bus.conf
 NAMES="com.example.Hang com.example.HangByName com.example.Slow com.example.P
-	com.example.Victim com.example.New com.example.Act com.example.Order"
+	com.example.Victim com.example.Act com.example.Order"
 activatable com.example.Act "/usr/bin/afbus-protocol serve com.example.Act" \
 	$D/services
 
@@ -178,42 +174,6 @@ expect_eq "... the kernel refused it (denied)" $((denied + 1)) \
 proto victim 7 "call $p / com.example.Proto.Echo 20000 s:still"
 expect_match "... and the victim's calls are answered" '^reply still$' "$out"
 
-# AddMatch sent without waiting, then a call straight to a service that
-# answers it with a signal: the daemon is stopped in between, so the
-# call would reach the service before the rule is in the kernel.  It
-# goes through the daemon, behind the AddMatch, and the signal comes.
-proto_start order 8
-proto order 8 "call $p / com.example.Proto.Echo 20000 s:first"
-kill -STOP $daemon_pid
-proto order 8 "match-async type='signal',interface='com.example.Proto',member='Answer'"
-proto order 8 "send $p / com.example.Proto.EmitThenReply"
-sleep 1
-kill -CONT $daemon_pid
-proto order 8 "wait-signals Answer 1 5000"
-expect_eq "AddMatch then a direct call, the daemon stopped between: the answering signal comes" \
-	"signals Answer=1" "$out"
-# RequestName sent without waiting, then a signal, which a subscriber
-# takes by a rule on that name (sender='com.example.New').
-proto_start sub 9
-proto sub 9 "match type='signal',sender='com.example.New',member='Tick'"
-proto_start new 5
-proto new 5 "name"
-kill -STOP $daemon_pid
-proto new 5 "own-async com.example.New"
-proto new 5 "signal - /new com.example.Proto.Tick u:7"
-sleep 1
-kill -CONT $daemon_pid
-proto sub 9 "wait-signals Tick 1 5000"
-expect_eq "RequestName then a signal, the daemon stopped between: a sender='NAME' rule takes it" \
-	"signals Tick=1" "$out"
-
-# Once the daemon answered, the client is back on the direct path.
-kill -STOP $daemon_pid
-proto order 8 "call $p / com.example.Proto.Echo 3000 s:direct"
-kill -CONT $daemon_pid
-expect_match "... and then its calls go straight to their callee again (the daemon stopped)" \
-	'^reply direct$' "$out"
-
 # SENDER is stamped without editing the application's message, which
 # it may share (here: one signal sent twice): the message keeps no
 # SENDER, and the receiver gets both copies with ours (it drops a
@@ -320,5 +280,5 @@ kill -CONT $daemon_pid
 expect_match "... then its calls go straight to their callee (the daemon stopped)" \
 	'^reply direct$' "$out"
 
-exec 3>&- 4>&- 5>&- 7>&- 8>&- 9>&-
+exec 3>&- 4>&- 7>&-
 finish
