@@ -37,8 +37,7 @@
  * do nothing.
  */
 
-/* bus.c: the state the BusContext owns, listening, the configuration,
- * the security policy */
+/* bus.c: the state the BusContext owns, listening, the configuration */
 BusAfbus   *bus_afbus_new                 (void);
 void        bus_afbus_free                (BusAfbus       *afbus);
 dbus_bool_t bus_afbus_cmdline_addresses   (DBusList      **list,
@@ -50,22 +49,10 @@ dbus_bool_t bus_afbus_skip_listen         (BusContext     *context,
 dbus_bool_t bus_afbus_config_loaded       (BusContext     *context,
                                            dbus_bool_t     is_reload,
                                            DBusError      *error);
-/* bus.c: what bus_afbus_check_message() makes of a message, before
- * bus_context_check_security_policy() applies the policy to it */
-typedef enum
-{
-  BUS_AFBUS_CHECK_POLICY,       /* the policy decides, as upstream */
-  BUS_AFBUS_ALLOWED,            /* the bus protocol's own: allowed */
-  BUS_AFBUS_DENIED              /* refused, the error set */
-} BusAfbusVerdict;
-
-BusAfbusVerdict bus_afbus_check_message   (BusContext     *context,
-                                           DBusConnection *sender,
-                                           DBusConnection *proposed_recipient,
+DBusConnection *bus_afbus_recipient_queue (DBusConnection *sender,
+                                           DBusConnection *recipient,
                                            DBusMessage    *message,
-                                           DBusConnection **queue,
-                                           dbus_bool_t    *kernel_awaits_reply,
-                                           DBusError      *error);
+                                           dbus_bool_t    *kernel_awaits_reply);
 
 /* driver.c: a client's Hello, name owners, match rules */
 dbus_bool_t bus_afbus_hello_name          (DBusConnection *connection,
