@@ -199,6 +199,10 @@ static int serve(const char *name)
 				 * SENDER, which the library writes without
 				 * editing the message (so on a copy here) */
 				copy = dbus_message_copy(r);
+				/* (a copy's serial is 0) */
+				if (copy)
+					dbus_message_set_serial(copy,
+						dbus_message_get_serial(r));
 				if (!copy || !dbus_message_set_sender(copy,
 						dbus_bus_get_unique_name(c)) ||
 				    !dbus_message_marshal(copy, &buf, &len))
