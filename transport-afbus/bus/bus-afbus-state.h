@@ -57,6 +57,8 @@ struct BusAfbus
   BusAfbusMonitor *monitor;
   char *skipped_listen;   /**< why an afbus: <listen> was skipped
                            *   (bus_afbus_skip_listen()), or NULL */
+  int reply_timeout;      /**< the reply timeout the native clients
+                           *   were told (ReplyTimeout, bus-afbus.c) */
 };
 
 #endif /* BUS_AFBUS_STATE_H */
