@@ -32,6 +32,9 @@
 #include <string.h>
 #include <dbus/dbus-sysdeps-afbus.h>
 #include <dbus/dbus-server-afbus.h>
+#include <dbus/dbus-transport-afbus.h>
+#include <dbus/dbus-mainloop.h>
+#include <dbus/dbus-timeout.h>
 
 #include "bus.h"
 #include "services.h"
@@ -147,6 +150,14 @@ bus_afbus_free (BusAfbus *afbus)
     bus_afbus_match_free (afbus->match);
   if (afbus->names != NULL)
     bus_afbus_names_free (afbus->names);
+  if (afbus->refused_timeout != NULL)
+    {
+      _dbus_transport_afbus_set_relay_refused_function (NULL, NULL);
+      _dbus_timeout_disable (afbus->refused_timeout);
+      _dbus_timeout_unref (afbus->refused_timeout);
+    }
+  while (afbus->refused_calls != NULL)
+    dbus_message_unref (_dbus_list_pop_first (&afbus->refused_calls));
   dbus_free (afbus->skipped_listen);
   dbus_free (afbus);
 }
@@ -288,6 +299,9 @@ tell_reply_timeout (BusContext *context,
   return TRUE;
 }
 
+static dbus_bool_t watch_refused_relays (BusContext *context,
+                                         DBusError  *error);
+
 /**
  * The configuration is loaded (@is_reload: ReloadConfig), once the
  * daemon listens and every connection has its new BusClientPolicy, and
@@ -314,7 +328,8 @@ bus_afbus_config_loaded (BusContext  *context,
   if (!is_reload)
     {
       if (!check_listen (context, error) ||
-          !bus_afbus_check_kernel (context, error))
+          !bus_afbus_check_kernel (context, error) ||
+          !watch_refused_relays (context, error))
         return FALSE;
     }
   else if (!bus_afbus_policy_reload (context, error) ||
@@ -871,7 +886,149 @@ bus_afbus_forwarded_after_dispatch (BusContext     *context,
   bus_transaction_execute_and_free (transaction);
 }
 
+/* The connection that owns @name (unique or well-known), or NULL. */
+static DBusConnection *
+owner_of (BusContext *context,
+          const char *name)
+{
+  BusService *service;
+  DBusString str;
+
+  if (name == NULL)
+    return NULL;
+  _dbus_string_init_const (&str, name);
+  service = bus_registry_lookup (bus_context_get_registry (context), &str);
+  return service != NULL ?
+    bus_service_get_primary_owners_connection (service) : NULL;
+}
+
+/* Answers @message, a call the kernel refused to relay over its
+ * caller's max_replies_per_connection, with dbus-daemon's
+ * LimitsExceeded and log line (bus_connections_expect_reply()). */
+static void
+answer_refused_call (BusContext  *context,
+                     DBusMessage *message)
+{
+  DBusError error = DBUS_ERROR_INIT;
+  BusTransaction *transaction;
+  DBusConnection *caller, *callee;
+  DBusMessage *reply;
+
+  caller = owner_of (context, dbus_message_get_sender (message));
+  if (caller == NULL || !bus_connection_is_active (caller))
+    return;   /* it left */
+
+  bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
+                   "The maximum number of pending replies for "
+                   "\"%s\" (%s) has been reached "
+                   "(max_replies_per_connection=%d)",
+                   bus_connection_get_name (caller),
+                   bus_connection_get_loginfo (caller),
+                   bus_context_get_max_replies_per_connection (context));
+
+  transaction = bus_transaction_new (context);
+  reply = dbus_message_new_error (message, DBUS_ERROR_LIMITS_EXCEEDED,
+                                  "The maximum number of pending replies per connection has been reached");
+  if (transaction == NULL || reply == NULL)
+    goto oom;
+
+  /* A legacy caller's call, whose reply the daemon awaits (not the
+   * kernel): that wait ends with this answer. */
+  callee = owner_of (context, dbus_message_get_destination (message));
+  if (callee != NULL &&
+      !bus_connections_check_reply (bus_context_get_connections (context),
+                                    transaction, callee, caller, reply,
+                                    &error) &&
+      dbus_error_is_set (&error))
+    goto oom;
+
+  if (!bus_transaction_send_from_driver (transaction, caller, reply))
+    goto oom;
+
+  dbus_message_unref (reply);
+  bus_transaction_execute_and_free (transaction);
+  return;
+
+ oom:
+  /* The caller's own timeout ends the call. */
+  dbus_error_free (&error);
+  if (reply != NULL)
+    dbus_message_unref (reply);
+  if (transaction != NULL)
+    bus_transaction_cancel_and_free (transaction);
+}
+
+static dbus_bool_t
+answer_refused_calls (void *data)
+{
+  BusAfbus *afbus = data;
+  DBusMessage *message;
+
+  _dbus_timeout_disable (afbus->refused_timeout);
+  while ((message = _dbus_list_pop_first (&afbus->refused_calls)) != NULL)
+    {
+      answer_refused_call (afbus->context, message);
+      dbus_message_unref (message);
+    }
+  return TRUE;
+}
+
+/*
+ * The kernel counts the calls the daemon relays against their caller's
+ * max_replies_per_connection (nfdbus' reply tracking), with the calls
+ * the caller makes directly, and refuses a relay over it (EDQUOT): the
+ * caller then gets LimitsExceeded from the bus at once, as from
+ * dbus-daemon, not its own timeout's NoReply.  The transport of the
+ * callee's connection tells us in the middle of a write, with that
+ * connection's lock held: the call is kept, and answered from the main
+ * loop.  Without memory it is dropped (the caller's timeout ends it).
+ */
+static void
+relay_refused (DBusMessage *message,
+               void        *data)
+{
+  BusAfbus *afbus = data;
+
+  if (dbus_message_get_sender (message) == NULL ||
+      !_dbus_list_append (&afbus->refused_calls, message))
+    return;
+  dbus_message_ref (message);
+  _dbus_timeout_restart (afbus->refused_timeout, 0);
+}
+
+static dbus_bool_t
+watch_refused_relays (BusContext *context,
+                      DBusError  *error)
+{
+  BusAfbus *afbus = bus_context_get_afbus (context);
+
+  afbus->context = context;
+  afbus->refused_timeout = _dbus_timeout_new (0, answer_refused_calls,
+                                              afbus, NULL);
+  if (afbus->refused_timeout == NULL)
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+  _dbus_timeout_disable (afbus->refused_timeout);
+  if (!_dbus_loop_add_timeout (bus_context_get_loop (context),
+                               afbus->refused_timeout))
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+  _dbus_transport_afbus_set_relay_refused_function (relay_refused, afbus);
+  return TRUE;
+}
+
 #else /* !DBUS_HAVE_AFBUS */
+
+static dbus_bool_t
+watch_refused_relays (BusContext *context,
+                      DBusError  *error)
+{
+  return TRUE;
+}
 
 dbus_bool_t
 bus_afbus_hello_name (DBusConnection *connection,

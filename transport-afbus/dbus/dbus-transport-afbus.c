@@ -648,6 +648,23 @@ do_authentication (DBusTransport *transport,
  * it, or the policy denies it) is just dropped, as dbus-daemon drops
  * one it does not deliver.  FALSE on OOM.
  */
+static DBusAfbusRelayRefusedFunction relay_refused_function = NULL;
+static void *relay_refused_data = NULL;
+
+/**
+ * Sets the function the daemon's connections call for a relayed call
+ * the kernel refuses over the caller's max_replies_per_connection
+ * (EDQUOT); NULL: such calls are dropped.  One per process (the
+ * daemon's), set while it has no connection.
+ */
+void
+_dbus_transport_afbus_set_relay_refused_function (DBusAfbusRelayRefusedFunction  function,
+                                                  void                          *data)
+{
+  relay_refused_function = function;
+  relay_refused_data = data;
+}
+
 static dbus_bool_t
 message_undeliverable (DBusTransport *transport,
                        DBusList      *queued,
@@ -666,8 +683,18 @@ message_undeliverable (DBusTransport *transport,
   /* The answer is made for the caller only on a client's own
    * connection.  On one of the daemon's connections the message is a
    * call the daemon relays for another client: an error queued here
-   * would read as sent by this connection's client (and has no serial),
-   * so it is dropped and the caller gets its own timeout's NoReply. */
+   * would read as sent by this connection's client (and has no serial).
+   * The daemon answers a relayed call over the caller's
+   * max_replies_per_connection itself (LimitsExceeded, as dbus-daemon
+   * does: relay_refused_function); other refused relays are dropped,
+   * and the caller's own timeout ends them (or its library's NoReply,
+   * when the recipient is gone). */
+  if (transport->is_server && saved_errno == EDQUOT &&
+      relay_refused_function != NULL &&
+      dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
+      !dbus_message_get_no_reply (message))
+    (* relay_refused_function) (message, relay_refused_data);
+
   if (!transport->is_server &&
       dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
       !dbus_message_get_no_reply (message))
@@ -2207,6 +2234,12 @@ _dbus_transport_open_afbus (DBusAddressEntry  *entry,
 /** @} */
 
 #else /* !DBUS_HAVE_AFBUS */
+
+void
+_dbus_transport_afbus_set_relay_refused_function (DBusAfbusRelayRefusedFunction  function,
+                                                  void                          *data)
+{
+}
 
 DBusTransportOpenResult
 _dbus_transport_open_afbus (DBusAddressEntry  *entry,

@@ -416,7 +416,7 @@ expect_kept_and_refused() {
 	check "... and refused the others (${_err:-none}) rather than hold more" \
 		test "${_err:-0}" -ge 1 -a $((${_ok:-0} + ${_err:-0})) -eq "$3"
 	expect_match "... with LimitsExceeded" \
-		' error=org\.freedesktop\.DBus\.Error\.LimitsExceeded$' "$_out"
+		' error=org\.freedesktop\.DBus\.Error\.LimitsExceeded ' "$_out"
 }
 
 # expect_saw_echo_traffic TAG FILE NSVC: dbus-monitor's output FILE has
