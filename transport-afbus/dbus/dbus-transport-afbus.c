@@ -1107,6 +1107,19 @@ write_pass (DBusTransport *transport)
         }
       unicast = addressed && AFBUS_IS_CLIENT_UNICAST (dest);
 
+      /* A signal for everybody waits, and everything behind it, while
+       * one of our calls to the driver that changes match rules or
+       * names is unanswered: the kernel, which multicasts it, may not
+       * know yet what the call changed (check_incoming() goes on once
+       * the daemon answered). */
+      if (routes && dest == DBUS_AFBUS_MULTICAST (0) &&
+          _dbus_afbus_client_driver_call_waits (client))
+        {
+          _dbus_verbose (" a signal waits for our call to the driver\n");
+          afbus_transport->write_stalled = TRUE;
+          return TRUE;
+        }
+
       /* A destination waiting for its room notification: a message to
        * a client waits behind the ones before it, up to
        * AFBUS_MAX_STEPPED_OVER; one to any other address ends the
@@ -1185,9 +1198,16 @@ write_pass (DBusTransport *transport)
               if (_dbus_afbus_client_take_deadline_changed (client))
                 set_reply_timer (afbus_transport);
               /* A peer's new watch; a full socket: it waits for the next
-               * write. */
-              if (addressed)
-                write_internal (afbus_transport);
+               * write.  After a message to the daemon, our GetId that
+               * tells when the daemon handled it (a call to the driver
+               * without a reply, _dbus_afbus_client_driver_call_waits())
+               * goes before the next message, or the pass ends. */
+              if (!write_internal (afbus_transport) && !addressed)
+                {
+                  _dbus_connection_message_link_sent_unlocked (transport->connection,
+                                                               link);
+                  return TRUE;
+                }
             }
 
           _dbus_connection_message_link_sent_unlocked (transport->connection,
@@ -1287,7 +1307,7 @@ check_incoming (DBusTransportAfbus *afbus_transport,
 
   if (source == DBUS_AFBUS_MASTER)
     {
-      dbus_bool_t eaten, had_internal;
+      dbus_bool_t eaten, had_internal, driver_call;
 
       /* The daemon is trusted like the other end of any transport. */
       message = _dbus_message_loader_peek_message (loader);
@@ -1296,10 +1316,21 @@ check_incoming (DBusTransportAfbus *afbus_transport,
 
       had_internal =
         _dbus_afbus_client_next_internal (afbus_transport->client) != NULL;
+      driver_call =
+        _dbus_afbus_client_driver_call_waits (afbus_transport->client);
       if (!_dbus_afbus_client_from_master (afbus_transport->client,
                                            transport->connection, message,
                                            &eaten))
         return FALSE;
+
+      /* The driver answered the call our signals waited for: they go
+       * now (a write pass finds again what else waits for room). */
+      if (driver_call &&
+          !_dbus_afbus_client_driver_call_waits (afbus_transport->client))
+        {
+          afbus_transport->write_stalled = FALSE;
+          check_write_watch (transport);
+        }
 
       /* A new peer watch (for a call Forwarded says the kernel awaits),
        * written now, not with our next message: the application may be
