@@ -22,6 +22,7 @@
 #ifdef DBUS_HAVE_AFBUS
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "dbus-connection-internal.h"
@@ -586,27 +587,33 @@ peer_gone (DBusAfbusClient    *client,
   return ok;
 }
 
-typedef enum { ARG_OK, ARG_BAD, ARG_NO_MEMORY } ArgResult;
-
-/* The one argument, of @type, of the daemon's signal @message. */
-static ArgResult
-get_arg (DBusMessage *message,
-         int          type,
-         void        *value)
+/*
+ * The arguments of the daemon's signal @message, as for
+ * dbus_message_get_args().  FALSE if it does not have them: then
+ * *@handled is what its handler returns, FALSE if no memory (the
+ * connection tries again), TRUE for a bad signal (dropped).
+ */
+static dbus_bool_t
+get_args (DBusMessage *message,
+          dbus_bool_t *handled,
+          int          first_type,
+          ...)
 {
   DBusError error = DBUS_ERROR_INIT;
-  ArgResult result = ARG_OK;
+  va_list args;
+  dbus_bool_t ok;
 
-  if (!dbus_message_get_args (message, &error, type, value,
-                              DBUS_TYPE_INVALID))
-    {
-      result = dbus_error_has_name (&error, DBUS_ERROR_NO_MEMORY) ?
-        ARG_NO_MEMORY : ARG_BAD;
-      _dbus_verbose ("bad %s signal from the daemon: %s\n",
-                     dbus_message_get_member (message), error.message);
-      dbus_error_free (&error);
-    }
-  return result;
+  va_start (args, first_type);
+  ok = dbus_message_get_args_valist (message, &error, first_type, args);
+  va_end (args);
+  if (ok)
+    return TRUE;
+
+  *handled = !dbus_error_has_name (&error, DBUS_ERROR_NO_MEMORY);
+  _dbus_verbose ("bad %s signal from the daemon: %s\n",
+                 dbus_message_get_member (message), error.message);
+  dbus_error_free (&error);
+  return FALSE;
 }
 
 /*
@@ -622,7 +629,7 @@ handle_internal (DBusAfbusClient    *client,
 {
   dbus_uint32_t reply_serial = dbus_message_get_reply_serial (message);
   dbus_uint64_t addr;
-  dbus_bool_t from_daemon;
+  dbus_bool_t from_daemon, handled;
   unsigned int i;
 
   *eaten = FALSE;
@@ -641,16 +648,9 @@ handle_internal (DBusAfbusClient    *client,
       const char *name;
 
       *eaten = TRUE;
-      switch (get_arg (message, DBUS_TYPE_STRING, &name))
-        {
-        case ARG_NO_MEMORY:
-          return FALSE;
-        case ARG_BAD:
-          return TRUE;
-        case ARG_OK:
-        default:
-          break;
-        }
+      if (!get_args (message, &handled, DBUS_TYPE_STRING, &name,
+                     DBUS_TYPE_INVALID))
+        return handled;
       if (name[0] == ':' ?
           _dbus_afbus_addr_from_unique_name (name, &addr) :
           _dbus_afbus_peers_addr_of_name (client->peers, name, &addr))
@@ -664,16 +664,9 @@ handle_internal (DBusAfbusClient    *client,
       dbus_int32_t timeout;
 
       *eaten = TRUE;
-      switch (get_arg (message, DBUS_TYPE_INT32, &timeout))
-        {
-        case ARG_NO_MEMORY:
-          return FALSE;
-        case ARG_BAD:
-          return TRUE;
-        case ARG_OK:
-        default:
-          break;
-        }
+      if (!get_args (message, &handled, DBUS_TYPE_INT32, &timeout,
+                     DBUS_TYPE_INVALID))
+        return handled;
       if (client->deadlines == NULL && timeout >= 0)
         {
           client->deadlines = _dbus_afbus_deadlines_new ();
@@ -723,7 +716,7 @@ handle_forwarded (DBusAfbusClient    *client,
   dbus_uint64_t addr, callee_addr, owner_addr;
   dbus_uint32_t serial = 0;
   DBusMessageIter iter;
-  DBusError error = DBUS_ERROR_INIT;
+  dbus_bool_t handled;
 
   *eaten = FALSE;
   if (!dbus_message_has_sender (message, DBUS_SERVICE_DBUS))
@@ -737,16 +730,9 @@ handle_forwarded (DBusAfbusClient    *client,
       dbus_uint32_t count;
 
       *eaten = !client->show_forwarded;
-      switch (get_arg (message, DBUS_TYPE_UINT32, &count))
-        {
-        case ARG_NO_MEMORY:
-          return FALSE;
-        case ARG_BAD:
-          return TRUE;
-        case ARG_OK:
-        default:
-          break;
-        }
+      if (!get_args (message, &handled, DBUS_TYPE_UINT32, &count,
+                     DBUS_TYPE_INVALID))
+        return handled;
       _dbus_afbus_name_cache_forwarded_lost (client->names, count);
       return TRUE;
     }
@@ -756,17 +742,9 @@ handle_forwarded (DBusAfbusClient    *client,
 
   *eaten = !client->show_forwarded;
 
-  if (!dbus_message_get_args (message, &error,
-                              DBUS_TYPE_STRING, &name,
-                              DBUS_TYPE_UINT64, &addr,
-                              DBUS_TYPE_INVALID))
-    {
-      dbus_bool_t oom = dbus_error_has_name (&error, DBUS_ERROR_NO_MEMORY);
-
-      _dbus_verbose ("bad Forwarded signal: %s\n", error.message);
-      dbus_error_free (&error);
-      return !oom;
-    }
+  if (!get_args (message, &handled, DBUS_TYPE_STRING, &name,
+                 DBUS_TYPE_UINT64, &addr, DBUS_TYPE_INVALID))
+    return handled;
 
   /* A well-known name's address has prefix 1; for a unique name, any
    * address but 0 says the message is handed on. */
