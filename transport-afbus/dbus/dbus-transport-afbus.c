@@ -741,10 +741,38 @@ static DBusAfbusRelayRefusedFunction relay_refused_function = NULL;
 static void *relay_refused_data = NULL;
 
 /**
+ * The D-Bus error a call gets when the kernel refuses to send it with
+ * @saved_errno (doc/afbus-transport.md, 4.8): what dbus-daemon answers
+ * for the same cause.
+ */
+const char *
+_dbus_afbus_error_for_errno (int saved_errno)
+{
+  switch (saved_errno)
+    {
+    case EDQUOT:        /* too many awaited replies */
+    case EMSGSIZE:      /* too big */
+    case ENOBUFS:       /* no kernel memory, too many room watches */
+    case ETOOMANYREFS:  /* too many fds in flight for the sender's user
+                         * (RLIMIT_NOFILE), as on AF_UNIX */
+      return DBUS_ERROR_LIMITS_EXCEEDED;
+    case EINVAL:        /* malformed control message, too many fds */
+      return DBUS_ERROR_NOT_SUPPORTED;
+    case EPERM:         /* nfdbus: policy, SENDER, malformed */
+    case EACCES:        /* an LSM */
+      return DBUS_ERROR_ACCESS_DENIED;
+    default:            /* ECONNREFUSED: the recipient shut down
+                         * reading; EHOSTUNREACH: it left */
+      return DBUS_ERROR_NO_REPLY;
+    }
+}
+
+/**
  * Sets the function the daemon's connections call for a relayed call
- * the kernel refuses over the caller's max_replies_per_connection
- * (EDQUOT); NULL: such calls are dropped.  One per process (the
- * daemon's), set while it has no connection.
+ * the kernel refuses (EDQUOT over the caller's
+ * max_replies_per_connection, or any other errno of
+ * _dbus_afbus_error_for_errno()); NULL: such calls are dropped.  One
+ * per process (the daemon's), set while it has no connection.
  */
 void
 _dbus_transport_afbus_set_relay_refused_function (DBusAfbusRelayRefusedFunction  function,
@@ -762,7 +790,6 @@ message_undeliverable (DBusTransport *transport,
   DBusMessage *message = queued->data;
   DBusMessage *reply = NULL;
   DBusList *link;
-  const char *error_name;
 
   _dbus_verbose ("AF_BUS: cannot send message to %s: %s\n",
                  dbus_message_get_destination (message) ?
@@ -773,52 +800,26 @@ message_undeliverable (DBusTransport *transport,
    * connection.  On one of the daemon's connections the message is a
    * call the daemon relays for another client: an error queued here
    * would read as sent by this connection's client (and has no serial).
-   * The daemon answers a relayed call over the caller's
-   * max_replies_per_connection itself (LimitsExceeded, as dbus-daemon
-   * does: relay_refused_function); other refused relays are dropped,
-   * and the caller's own timeout ends them (or its library's NoReply,
-   * when the recipient is gone). */
-  if (transport->is_server && saved_errno == EDQUOT &&
-      relay_refused_function != NULL &&
+   * The daemon answers a refused relayed call itself
+   * (relay_refused_function): LimitsExceeded over the caller's
+   * max_replies_per_connection, as dbus-daemon does, and the error of
+   * _dbus_afbus_error_for_errno() for the others. */
+  if (transport->is_server && relay_refused_function != NULL &&
       dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
       !dbus_message_get_no_reply (message))
-    (* relay_refused_function) (message, relay_refused_data);
+    (* relay_refused_function) (message, saved_errno, relay_refused_data);
 
   if (!transport->is_server &&
       dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
       !dbus_message_get_no_reply (message))
     {
-      switch (saved_errno)
-        {
-        case EDQUOT:
-          /* dbus-daemon's words (bus_connections_expect_reply) */
-          reply = dbus_message_new_error (message, DBUS_ERROR_LIMITS_EXCEEDED,
-                                          "The maximum number of pending replies per connection has been reached");
-          if (reply == NULL)
-            goto oom;
-          error_name = NULL;
-          break;
-        case EMSGSIZE:
-        case ENOBUFS:
-        case ETOOMANYREFS:
-          /* ETOOMANYREFS: the sender has too many fds in flight
-           * (RLIMIT_NOFILE), as on AF_UNIX */
-          error_name = DBUS_ERROR_LIMITS_EXCEEDED;
-          break;
-        case EINVAL:
-          error_name = DBUS_ERROR_NOT_SUPPORTED;
-          break;
-        case EPERM:
-        case EACCES:
-          error_name = DBUS_ERROR_ACCESS_DENIED;
-          break;
-        default:
-          error_name = DBUS_ERROR_NO_REPLY;
-          break;
-        }
-
-      if (error_name != NULL)
-        reply = dbus_message_new_error_printf (message, error_name,
+      if (saved_errno == EDQUOT)
+        /* dbus-daemon's words (bus_connections_expect_reply) */
+        reply = dbus_message_new_error (message, DBUS_ERROR_LIMITS_EXCEEDED,
+                                        "The maximum number of pending replies per connection has been reached");
+      else
+        reply = dbus_message_new_error_printf (message,
+                                               _dbus_afbus_error_for_errno (saved_errno),
                                                "Could not send the message to %s over AF_BUS: %s",
                                                dbus_message_get_destination (message),
                                                _dbus_strerror (saved_errno));
