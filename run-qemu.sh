@@ -90,7 +90,8 @@
 #   AFBUS_BENCH_RUNS=3, AFBUS_BENCH_CALLS=10000, AFBUS_BENCH_WARMUP=500,
 #   AFBUS_BENCH_DELIVERIES=3000, AFBUS_BENCH_SUBS=1,4,16,64,
 #   AFBUS_BENCH_GROWTH_CALLS=1000, AFBUS_BENCH_PEERS=1,16,64,256,
-#   AFBUS_BENCH_RULES=1,16,64,256, AFBUS_BENCH_ONLY=rtt,raw,signals,peers,rules
+#   AFBUS_BENCH_RULES=1,16,64,256,
+#   AFBUS_BENCH_ONLY=rtt,raw,signals,peers,rules,gdbus,sdbus
 #                           --bench: iterations and what runs (see
 #                           tests/bench/run-bench)
 #   AFBUS_BENCH_MODES=icount,wall
