@@ -40,6 +40,10 @@ set -eu
 
 SUITE=bookworm
 PACKAGES=systemd-sysv,udev,libpam-systemd,dbus,dbus-user-session,polkitd,libmnl0,procps,linux-image-amd64,initramfs-tools,apparmor
+# GLib services beside polkitd, for tests/system/system-gdbus.sh (GDBus on
+# AF_BUS): accountsservice, which needs no hardware; by bus activation
+# (make_tree)
+GLIB_SERVICES=accountsservice
 MIRROR=${AFBUS_ROOTFS_MIRROR:-http://deb.debian.org/debian}
 DIR=$AFBUS_BUILD/system
 BASE=$DIR/base
@@ -58,7 +62,7 @@ GIO=usr/lib/x86_64-linux-gnu/libgio-2.0.so.0.7400.6
 
 base_key() {
 	{
-		echo "suite=$SUITE packages=$PACKAGES mirror=$MIRROR"
+		echo "suite=$SUITE packages=$PACKAGES,$GLIB_SERVICES mirror=$MIRROR"
 		sed -n '/^make_base()/,/^}/p' "$0"
 	} | sha256sum | cut -d' ' -f1
 }
@@ -68,8 +72,8 @@ make_base() {
 	[ -x "$(command -v debootstrap)" ] || die "debootstrap is missing (build-aux/packages.txt)"
 	rm -rf "$BASE" "$BASE.tmp" "$DIR/base.key"
 	mkdir -p "$DIR" "$CACHE"
-	msg "debootstrap minbase $SUITE with $PACKAGES (log: $LOG)"
-	debootstrap --variant=minbase --include="$PACKAGES" --cache-dir="$CACHE" \
+	msg "debootstrap minbase $SUITE with $PACKAGES,$GLIB_SERVICES (log: $LOG)"
+	debootstrap --variant=minbase --include="$PACKAGES,$GLIB_SERVICES" --cache-dir="$CACHE" \
 		"$SUITE" "$BASE.tmp" "$MIRROR" >"$LOG" 2>&1 || {
 		tail -n 20 "$LOG" >&2
 		die "debootstrap failed (see $LOG)"
@@ -146,6 +150,13 @@ make_tree() {
 
 	echo 0123456789abcdef0123456789abcdef >"$TREE/etc/machine-id"
 	echo afbus-system >"$TREE/etc/hostname"
+	# net.bus.msg_max, the largest message a bus master without
+	# CAP_NET_ADMIN may allow, is twice net.core.rmem_max by default: a
+	# desktop's administrator raises it to D-Bus's largest message for
+	# the session buses, whose daemons run as their user ('-': Debian's
+	# own kernel has no such sysctl)
+	mkdir -p "$TREE/etc/sysctl.d"
+	echo '-net.bus.msg_max = 134217728' >"$TREE/etc/sysctl.d/50-afbus.conf"
 	chroot "$TREE" useradd --user-group --create-home --shell /bin/bash afbus
 	mkdir -p "$TREE/etc/systemd/system/serial-getty@ttyS0.service.d"
 	cat >"$TREE/etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf" <<-'EOF'
@@ -160,6 +171,10 @@ make_tree() {
 	mkdir -p "$TREE/etc/systemd/system/multi-user.target.wants"
 	ln -sf /etc/systemd/system/afbus-system-tests.service \
 		"$TREE/etc/systemd/system/multi-user.target.wants/"
+	# accounts-daemon by bus activation only, as polkitd (system-gdbus.sh):
+	# graphical.target would start it at boot, and its polkit client could
+	# start polkitd with it, where services.sh wants polkitd activatable
+	rm -f "$TREE/etc/systemd/system/graphical.target.wants/accounts-daemon.service"
 	put "$TESTS/com.example.Echo.conf" /etc/dbus-1/system.d/com.example.Echo.conf
 	put "$AFBUS_TOP/tests/dbus/lib/dbus-test-lib.sh" /usr/libexec/afbus/dbus-test-lib.sh
 	for f in afbus-echo-service afbus-echo-client afbus-flood-client afbus-reply afbus-slow-caller; do

@@ -121,7 +121,8 @@ for unit in "$ROOT$UNIT_DIR"/*.service; do
 	families=" $(sed -n 's/^RestrictAddressFamilies=//p' "$unit" | tr '\n' ' ') "
 	allow=0 private=0
 	case $families in *"~"*) ;; *" AF_UNIX "*) allow=1 ;; esac
-	grep -qx 'PrivateNetwork=yes' "$unit" && private=1
+	# (any of systemd's spellings of true: accountsservice says "true")
+	grep -qiE '^PrivateNetwork=(yes|true|on|1)$' "$unit" && private=1
 	[ $allow = 1 ] || [ $private = 1 ] || continue
 	mkdir -p "$unit.d"
 	{

@@ -4,18 +4,25 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/socket.h>
+
 #include <libmnl/libmnl.h>
+#include <linux/bus.h>
 #include <linux/genetlink.h>
 #include <linux/netfilter/nfdbus.h>
 #include <linux/netlink.h>
 
 #include "libnfdbus.h"
+
+/* AF_BUS, which the C library does not know yet */
+#define NFDBUS_AF_BUS	46
 
 #ifndef SOL_NETLINK
 #define SOL_NETLINK 270
@@ -276,6 +283,31 @@ int nfdbus_bus_parse(struct nfdbus_bus *bus, const char *text)
 	return 0;
 }
 
+void nfdbus_bus_set_master(struct nfdbus_bus *bus, int fd)
+{
+	bus->has_master_fd = 1;
+	bus->master_fd = fd;
+}
+
+int nfdbus_bus_from_master(struct nfdbus_bus *bus, int fd)
+{
+	struct sockaddr_bus sa;
+	socklen_t len = sizeof(sa);
+	size_t off = offsetof(struct sockaddr_bus, sbus_path);
+
+	memset(&sa, 0, sizeof(sa));
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+		return -errno;
+	if (sa.sbus_family != NFDBUS_AF_BUS || len <= off ||
+	    len > sizeof(sa))
+		return -EINVAL;
+	memset(bus, 0, sizeof(*bus));
+	bus->len = len - off;
+	memcpy(bus->path, sa.sbus_path, bus->len);
+	nfdbus_bus_set_master(bus, fd);
+	return 0;
+}
+
 static struct nlmsghdr *nfdbus_request(struct nfdbus *h, uint8_t cmd,
 				       uint16_t flags,
 				       const struct nfdbus_bus *bus,
@@ -285,6 +317,8 @@ static struct nlmsghdr *nfdbus_request(struct nfdbus *h, uint8_t cmd,
 					  flags);
 
 	mnl_attr_put(nlh, NFDBUS_A_BUS_PATH, bus->len, bus->path);
+	if (bus->has_master_fd)
+		mnl_attr_put_u32(nlh, NFDBUS_A_BUS_FD, bus->master_fd);
 	if (peer)
 		mnl_attr_put_u64(nlh, NFDBUS_A_PEER, *peer);
 	return nlh;
@@ -570,7 +604,7 @@ int nfdbus_set_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
 
 	size = MNL_NLMSG_HDRLEN + MNL_ALIGN(sizeof(struct genlmsghdr)) +
 	       MNL_ALIGN(MNL_ATTR_HDRLEN + sizeof(bus->path)) +
-	       2 * MNL_ALIGN(MNL_ATTR_HDRLEN + 4);
+	       3 * MNL_ALIGN(MNL_ATTR_HDRLEN + 4);
 	for (i = 0; i < n; i++)
 		size += nfdbus_policy_rule_size(&rules[i]);
 	buf = calloc(1, size);
@@ -579,6 +613,8 @@ int nfdbus_set_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
 	nlh = nfdbus_msg_in(h, buf, h->family, NFDBUS_GENL_VERSION,
 			    NFDBUS_CMD_SET_POLICY, NLM_F_ACK);
 	mnl_attr_put(nlh, NFDBUS_A_BUS_PATH, bus->len, bus->path);
+	if (bus->has_master_fd)
+		mnl_attr_put_u32(nlh, NFDBUS_A_BUS_FD, bus->master_fd);
 	mnl_attr_put_u32(nlh, NFDBUS_A_POLICY_ID, id);
 	list = mnl_attr_nest_start(nlh, NFDBUS_A_POLICY_RULES);
 	for (i = 0; i < n; i++)

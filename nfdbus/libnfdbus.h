@@ -18,10 +18,19 @@
 
 struct nfdbus;
 
-/* A bus name: the sbus_path bytes its master bound. */
+/*
+ * A bus name: the sbus_path bytes its master bound.  A bus master that
+ * has no CAP_NET_ADMIN names its bus through its own socket too
+ * (nfdbus_bus_set_master()): the kernel lets a request manage a bus when
+ * the process making it holds the master's socket (NFDBUS_A_BUS_FD), or
+ * when it has CAP_NET_ADMIN, as has the process that opened the netlink
+ * socket.
+ */
 struct nfdbus_bus {
 	char	path[NFDBUS_BUS_PATH_MAX];
 	size_t	len;
+	int	has_master_fd;	/* master_fd is set */
+	int	master_fd;	/* the master's bound or accepted socket */
 };
 
 struct nfdbus_stats {
@@ -74,6 +83,15 @@ const char *nfdbus_error(const struct nfdbus *h);
  * name "\0name". Returns 0 or -EINVAL (empty or too long).
  */
 int nfdbus_bus_parse(struct nfdbus_bus *bus, const char *text);
+/*
+ * The bus of an AF_BUS socket of its master (the bound socket or an
+ * accepted one), which every request for the bus then names: what lets
+ * the master manage its bus without CAP_NET_ADMIN.  Returns 0 or
+ * -errno (of getsockname(), or -EINVAL for another kind of socket).
+ */
+int nfdbus_bus_from_master(struct nfdbus_bus *bus, int fd);
+/* Name @fd, a socket of the master, in the requests for @bus. */
+void nfdbus_bus_set_master(struct nfdbus_bus *bus, int fd);
 
 int nfdbus_add_match(struct nfdbus *h, const struct nfdbus_bus *bus,
 		     uint64_t peer, const char *rule,

@@ -17,9 +17,19 @@
  *   bench-sdbus signals [-N SUBSCRIBERS] [-m SIGNALS] --bus ADDRESS
  *       one emitter (sd_bus_emit_signal()), N subscriber processes
  *       (sd_bus_match_signal(): the bus gets their match rules); prints
- *       bench-signals' result line.
+ *       bench-signals' result line.  The emitter sends WINDOW (64)
+ *       signals, then waits until every subscriber has read them (a byte
+ *       from each on a pipe) before the next ones, on every bus alike:
+ *       as fast as it can write, sd-bus outruns 4 subscribers on one CPU,
+ *       and a bus that drops signals for a subscriber whose receive
+ *       buffer is full (AF_BUS, BUS_SET_MCAST_DROP; dbus-daemon past
+ *       max_outgoing_bytes) would measure the signals it dropped.  64
+ *       small signals fit in any of these buses' buffers.  Waiting for a
+ *       window ends after 10 s (a signal lost): the result line then
+ *       counts what was missed.
  */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +46,7 @@
 
 #define BENCH_IFACE "org.afbus.Bench"
 #define BENCH_PATH "/org/afbus/Bench"
+#define WINDOW 64
 
 static const char *tool = "bench-sdbus";
 
@@ -273,7 +284,7 @@ static int rtt(int argc, char **argv)
 
 struct sub_state {
 	long got, bad;
-	int done;
+	int done, ack_fd;
 };
 
 static int on_tick(sd_bus_message *m, void *data, sd_bus_error *error)
@@ -288,6 +299,9 @@ static int on_tick(sd_bus_message *m, void *data, sd_bus_error *error)
 		st->got++;
 	else
 		st->bad++;
+	/* a window read: tell the emitter */
+	if ((st->got + st->bad) % WINDOW == 0 && write(st->ack_fd, "a", 1) != 1)
+		_exit(1);
 	return 0;
 }
 
@@ -300,10 +314,11 @@ static int on_done(sd_bus_message *m, void *data, sd_bus_error *error)
 	return 0;
 }
 
-/* One subscriber, in its own process: prints "GOT BAD DONE_NS" on fd. */
-static void subscriber(const char *address, int ready_fd, int report_fd)
+/* One subscriber, in its own process: prints "GOT BAD DONE_NS" on fd;
+ * a byte on ack_fd for every WINDOW signals read. */
+static void subscriber(const char *address, int ready_fd, int report_fd, int ack_fd)
 {
-	struct sub_state st = { 0, 0, 0 };
+	struct sub_state st = { 0, 0, 0, ack_fd };
 	sd_bus *b = bus_connect(address, 1);
 	char line[128];
 
@@ -321,11 +336,34 @@ static void subscriber(const char *address, int ready_fd, int report_fd)
 	_exit(0);
 }
 
+/* The emitter's end of a window: everything written, then a byte from
+ * each of the subs subscribers (10 s at most). */
+static void wait_window(sd_bus *b, int ack_fd, long subs)
+{
+	struct pollfd p = { .fd = ack_fd, .events = POLLIN };
+	long acks = 0;
+	char buf[64];
+	ssize_t n;
+	int r;
+
+	r = sd_bus_flush(b);
+	if (r < 0)
+		bench_die(tool, "flush: %s", strerror(-r));
+	while (acks < subs) {
+		if (poll(&p, 1, 10000) <= 0)
+			return;
+		n = read(ack_fd, buf, subs - acks < (long)sizeof(buf) ? (size_t)(subs - acks) : sizeof(buf));
+		if (n <= 0)
+			return;
+		acks += n;
+	}
+}
+
 static int signals(int argc, char **argv)
 {
 	long subs = 1, count = 1000, i, delivered = 0, bad = 0;
 	const char *address = NULL;
-	int ready[2], report[2], a, r;
+	int ready[2], report[2], ack[2], a, r;
 	struct bench_counters c0, c1;
 	uint64_t t0, last = 0;
 	sd_bus *b;
@@ -346,7 +384,7 @@ static int signals(int argc, char **argv)
 		fprintf(stderr, "usage: %s signals [-N SUBSCRIBERS] [-m SIGNALS] --bus ADDRESS\n", tool);
 		return 2;
 	}
-	if (pipe(ready) < 0 || pipe(report) < 0)
+	if (pipe(ready) < 0 || pipe(report) < 0 || pipe(ack) < 0)
 		bench_die(tool, "pipe");
 	for (i = 0; i < subs; i++) {
 		pid_t pid = fork();
@@ -356,11 +394,13 @@ static int signals(int argc, char **argv)
 		if (pid == 0) {
 			close(ready[0]);
 			close(report[0]);
-			subscriber(address, ready[1], report[1]);
+			close(ack[0]);
+			subscriber(address, ready[1], report[1], ack[1]);
 		}
 	}
 	close(ready[1]);
 	close(report[1]);
+	close(ack[1]);
 	for (i = 0; i < subs; i++)
 		if (read(ready[0], buf, 1) != 1)
 			bench_die(tool, "a subscriber did not start");
@@ -375,6 +415,8 @@ static int signals(int argc, char **argv)
 		/* as an application's main loop would: write what the socket takes */
 		while (sd_bus_process(b, NULL) > 0)
 			;
+		if ((i + 1) % WINDOW == 0)
+			wait_window(b, ack[0], subs);
 	}
 	r = sd_bus_emit_signal(b, BENCH_PATH, BENCH_IFACE, "Done", "");
 	if (r >= 0)

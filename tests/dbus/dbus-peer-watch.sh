@@ -121,7 +121,7 @@ exec 7>/tmp/pw-in2
 wait_for_line /tmp/pw-killed.out '^ready$'
 expect_match "a second hostile watcher gets its 64 watches" \
 	'^watched=64 matched=0$' "$(cat /tmp/pw-killed.out)"
-pkill -9 -x afbus-watch-peer
+kill -9 $(pidof afbus-watch-peer)  # busybox has no pkill
 exec 7>&-
 i=0
 while pidof afbus-watch-peer >/dev/null && [ $i -lt 100 ]; do

@@ -35,8 +35,11 @@ struct fuzz_shared {
 	uint64_t kills;
 	uint64_t sent, received, fds_passed, fds_received, accepted;
 	uint64_t netns_moves, raced;
-	uint64_t nl_requests, nl_ok, rules_added, nl_resync, perm_races;
-	uint64_t dbus_sent, dbus_refused, dbus_strict;
+	uint64_t nl_requests, nl_ok, rules_added, nl_resync, perm_races,
+		 perm_refused;
+	uint64_t dbus_sent, dbus_refused, dbus_strict, dbus_not_signal;
+	/* room notifications (BUS_ROOM_NOTIFY) and forwarded call bursts */
+	uint64_t room_read, room_bad, relay_bursts, relay_quota;
 	/* clients that never read, made among the random traffic */
 	uint64_t idle_made, idle_eavesdrop, idle_mcast_drop;
 	/* flow checks (af_bus_fuzz.c, flow_child()) */
@@ -52,6 +55,8 @@ struct fuzz_shared {
 };
 
 extern struct fuzz_shared *sh;
+/* this worker's threads moved to new network namespaces this often */
+extern unsigned int worker_netns_moves;
 
 /* ---- random numbers: splitmix64 ---- */
 
@@ -109,6 +114,8 @@ void check(struct thread_ctx *t, const char *what, long ret,
 	   const int *allowed, const char *detail);
 /* A descriptor of this worker's slots (-1 when empty). */
 int slot_get(struct rng *r);
+/* Slot i's descriptor (-1 when empty). */
+int slot_at(unsigned int i);
 /* Bus name i of the shared pool: 0-3 abstract, 4-5 filesystem. */
 void pool_name(unsigned int i, struct sockaddr_bus *sa, socklen_t *len);
 __u64 random_addr(struct rng *r);
@@ -127,5 +134,11 @@ void nfdbus_rules_for(struct thread_ctx *t, int fd);
  */
 size_t dbus_payload(struct thread_ctx *t, unsigned char *buf, size_t size);
 void nfdbus_thread_end(struct thread_ctx *t);
+/*
+ * Calls forwarded by the master m (on a, the accepted socket of client k,
+ * which never answers them) for the client c: at most max_replies of
+ * them wait; and client multicasts that are not signals are refused.
+ */
+void op_relay_burst(struct thread_ctx *t, int m, int a, int c, int k);
 
 #endif /* AF_BUS_FUZZ_H */

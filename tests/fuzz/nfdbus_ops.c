@@ -34,10 +34,13 @@
  * - a dump for one peer lists rules of that peer only, at most
  *   NFDBUS_PEER_RULES_MAX, none longer than NFDBUS_RULE_MAX;
  * - the counters of a network namespace never go down;
- * - a live bus never refuses (EPERM) a netlink socket its master's uid
- *   opened;
- * - a valid D-Bus message is never refused (EPERM), and a multicast
- *   broken in a known way is never accepted on a bus this thread has
+ * - a live bus never refuses (EPERM) a request that names, in
+ *   NFDBUS_A_BUS_FD, a socket of its master that the worker holds; and
+ *   without one, a request always is refused: workers have no
+ *   CAP_NET_ADMIN, and the master's uid is no right (issue 36);
+ * - a valid D-Bus signal is never refused (EPERM), and a multicast
+ *   broken in a known way, or a client's multicast that is not a signal
+ *   (a forged reply, say), is never accepted on a bus this thread has
  *   just given a rule (abstract names only: a filesystem path can be
  *   taken over by a new master while the old bus lives).
  */
@@ -50,6 +53,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
 
 #include <dbus/dbus.h>
 #include <gio/gio.h>
@@ -568,7 +572,31 @@ static bool sock_bus(int fd, struct nfdbus_bus *b, uint64_t *addr,
 	*addr = sa.sbus_addr.s_addr;
 	if (abstract)
 		*abstract = sa.sbus_path[0] == 0;
+	/* the master's bound socket or an accepted one: it manages the bus */
+	if (!sa.sbus_addr.s_addr)
+		nfdbus_bus_set_master(b, fd);
 	return true;
+}
+
+/*
+ * A socket of this worker that is the master's of the bus @b names (the
+ * bound one or an accepted one), named in @b's requests; false if none.
+ */
+static bool find_master(struct nfdbus_bus *b)
+{
+	struct nfdbus_bus other;
+	uint64_t addr;
+	unsigned int i;
+
+	for (i = 0; i < NSLOTS; i++) {
+		if (sock_bus(slot_at(i), &other, &addr, NULL) &&
+		    other.has_master_fd && other.len == b->len &&
+		    !memcmp(other.path, b->path, b->len)) {
+			nfdbus_bus_set_master(b, other.master_fd);
+			return true;
+		}
+	}
+	return false;
 }
 
 /* A bus to name: a real one mostly; *bogus when it may be anything. */
@@ -583,14 +611,19 @@ static void pick_bus(struct thread_ctx *t, struct nfdbus_bus *b, bool *bogus)
 	*bogus = false;
 	switch (below(r, 10)) {
 	case 0: case 1: case 2: case 3: case 4:
-		if (sock_bus(slot_get(r), b, &addr, NULL))
+		if (sock_bus(slot_get(r), b, &addr, NULL)) {
+			if (!b->has_master_fd && chance(r, 70))
+				find_master(b);
 			return;
+		}
 		/* fall through */
 	case 5: case 6: case 7:
 		pool_name(below(r, NNAMES), &sa, &len);
 		memset(b, 0, sizeof(*b));
 		b->len = len - SA_NOPATH;
 		memcpy(b->path, sa.sbus_path, b->len);
+		if (chance(r, 70))
+			find_master(b);
 		return;
 	default:
 		*bogus = true;
@@ -626,19 +659,63 @@ static uint64_t pick_peer(struct thread_ctx *t)
 	}
 }
 
+/* Is fd a listening socket (a bus master's bound socket)? */
+static bool sock_listening(int fd)
+{
+	int on = 0;
+	socklen_t len = sizeof(on);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) && on;
+}
+
 /*
- * EPERM for a bus whose master is going away: nfdbus found the bus, then
- * its master closed, and bus_master_uid() gives no uid to compare with
- * (a race in the kernel: ENOENT would say it).  Tolerated, and counted,
- * when the bus is indeed gone right after; on a live bus the workers,
- * whose netlink sockets the masters' uid opened, must never get EPERM.
+ * EPERM for a request that names a socket of the master of a bus with
+ * that path: tolerated, and counted, when the socket may be of another
+ * bus than the one nfdbus found by the path (the master closed, the
+ * descriptor was closed or reused meanwhile, it is an accepted socket,
+ * which outlives its master, whose name a new master may have taken
+ * since, a thread of this worker moved to a new network namespace (the
+ * socket and the netlink socket may then be in different ones, and
+ * nfdbus looks the path up in the netlink socket's), or the path is a
+ * filesystem path, which a new master can take over while the
+ * old bus lives), or when the bus is gone right after or a second
+ * request is not refused.  Otherwise a live bus must never refuse a
+ * request that names its master's socket.
  */
 static bool perm_race(struct thread_ctx *t, struct nfdbus *h,
 		      const struct nfdbus_bus *b, int ret)
 {
-	uint64_t peer = 0;
+	struct nfdbus_bus now;
+	uint64_t peer = 0, addr;
+	bool abstract;
 
-	if (ret != -EPERM || nfdbus_list(h, b, &peer, NULL, NULL) != -ENOENT)
+	if (ret != -EPERM)
+		return false;
+	/* without a socket of the master: refused, as it must be */
+	if (!b->has_master_fd) {
+		count(&sh->perm_refused);
+		t->nops++;
+		return true;
+	}
+	/* the socket was closed meanwhile by another thread, its number
+	 * taken by another file, or it is no master's of this bus any more
+	 */
+	if (!sock_bus(b->master_fd, &now, &addr, &abstract) || addr ||
+	    now.len != b->len || memcmp(now.path, b->path, b->len) ||
+	    !abstract || !sock_listening(b->master_fd) ||
+	    __atomic_load_n(&worker_netns_moves, __ATOMIC_RELAXED)) {
+		count(&sh->perm_races);
+		t->nops++;
+		return true;
+	}
+	/*
+	 * Whether a socket controls a bus depends on nothing but the two:
+	 * a second request with the same socket that is not refused shows
+	 * that the descriptor or the bus changed between the first one and
+	 * the checks above (closed, and its number and the bus's name taken
+	 * by a new master, by another thread).
+	 */
+	if (nfdbus_list(h, b, &peer, NULL, NULL) == -EPERM)
 		return false;
 	count(&sh->perm_races);
 	t->nops++;
@@ -783,6 +860,11 @@ static void raw_request(struct thread_ctx *t, struct nfdbus *h)
 		real_bus = !bogus && len == b.len;
 		mnl_attr_put(nlh, NFDBUS_A_BUS_PATH, len,
 			     len == b.len ? (void *)b.path : (void *)junk);
+		/* the master's socket, as libnfdbus names it, mostly */
+		if (b.has_master_fd && chance(r, 90))
+			mnl_attr_put_u32(nlh, NFDBUS_A_BUS_FD, b.master_fd);
+		else
+			b.has_master_fd = 0;
 	}
 	if (chance(r, 85) && chance(r, 85)) {
 		mnl_attr_put_u64(nlh, NFDBUS_A_PEER, pick_peer(t));
@@ -1031,6 +1113,8 @@ void nfdbus_rules_for(struct thread_ctx *t, int fd)
 	memset(&b, 0, sizeof(b));
 	b.len = len - SA_NOPATH;
 	memcpy(b.path, sa.sbus_path, b.len);
+	/* the master's accepted socket: it manages the bus */
+	nfdbus_bus_set_master(&b, fd);
 	h = nl_open(t);
 	if (!h)
 		return;
@@ -1118,6 +1202,24 @@ static void append_args(struct rng *r, DBusMessageIter *it)
 }
 
 /* A valid D-Bus message from random fields, in buf; 0 if none. */
+/* Marshals m into buf (0 when it does not fit) and frees it. */
+static size_t marshal_into(DBusMessage *m, unsigned char *buf, size_t size)
+{
+	size_t n = 0;
+	char *data;
+	int len;
+
+	if (dbus_message_marshal(m, &data, &len)) {
+		if ((size_t)len <= size) {
+			memcpy(buf, data, len);
+			n = len;
+		}
+		dbus_free(data);
+	}
+	dbus_message_unref(m);
+	return n;
+}
+
 static size_t valid_message(struct rng *r, unsigned char *buf, size_t size)
 {
 	static const int types[] = {
@@ -1125,8 +1227,8 @@ static size_t valid_message(struct rng *r, unsigned char *buf, size_t size)
 		DBUS_MESSAGE_TYPE_SIGNAL, DBUS_MESSAGE_TYPE_METHOD_CALL,
 		DBUS_MESSAGE_TYPE_METHOD_RETURN, DBUS_MESSAGE_TYPE_ERROR,
 	};
-	int type = PICK(r, types), len;
-	char v[300], *data;
+	int type = PICK(r, types);
+	char v[300];
 	DBusMessageIter it;
 	DBusMessage *m;
 	size_t n = 0;
@@ -1162,14 +1264,7 @@ static size_t valid_message(struct rng *r, unsigned char *buf, size_t size)
 	dbus_message_iter_init_append(m, &it);
 	append_args(r, &it);
 	dbus_message_set_serial(m, 1 + below(r, 0x7fffffff));
-	if (dbus_message_marshal(m, &data, &len)) {
-		if ((size_t)len <= size) {
-			memcpy(buf, data, len);
-			n = len;
-		}
-		dbus_free(data);
-	}
-	dbus_message_unref(m);
+	n = marshal_into(m, buf, size);
 	if (n && chance(r, 25)) {
 		size_t big = to_big(buf, n, size);
 
@@ -1298,7 +1393,7 @@ void op_dbus_mcast(struct thread_ctx *t, int fd)
 	struct nfdbus_bus b;
 	enum msg_kind kind;
 	enum rule_kind rkind;
-	bool abstract, managed = false, same;
+	bool abstract, managed = false, same, client;
 	struct nfdbus *h;
 	unsigned int n;
 	uint64_t addr;
@@ -1309,6 +1404,9 @@ void op_dbus_mcast(struct thread_ctx *t, int fd)
 	if (fstat(fd, &st0) || !S_ISSOCK(st0.st_mode) ||
 	    !sock_bus(fd, &b, &addr, &abstract))
 		return;
+	client = addr != 0;
+	if (!b.has_master_fd)
+		find_master(&b);
 	if (chance(r, 60) && (h = nl_open(t))) {
 		/* make the bus managed, if it is a D-Bus bus */
 		do
@@ -1342,9 +1440,20 @@ void op_dbus_mcast(struct thread_ctx *t, int fd)
 			count(&sh->dbus_sent);
 		else if (err == EPERM)
 			count(&sh->dbus_refused);
-		if (kind == MSG_VALID && ret < 0 && err == EPERM)
-			report("worker thread %u: a valid D-Bus message (%zu bytes, byte order %c) was refused (EPERM)",
+		/* D-Bus broadcasts only signals: a client's multicast
+		 * call, reply or error is refused on a managed bus
+		 */
+		if (kind == MSG_VALID && ret < 0 && err == EPERM &&
+		    buf[1] == DBUS_MESSAGE_TYPE_SIGNAL)
+			report("worker thread %u: a valid D-Bus signal (%zu bytes, byte order %c) was refused (EPERM)",
 			       t->idx, len, buf[0]);
+		if (kind == MSG_VALID && buf[1] != DBUS_MESSAGE_TYPE_SIGNAL &&
+		    managed && abstract && client) {
+			count(&sh->dbus_not_signal);
+			if (ret >= 0 && in_my_netns(st0.st_ino))
+				report("worker thread %u: a client's multicast of D-Bus type %u was accepted on a bus with rules",
+				       t->idx, buf[1]);
+		}
 		if (kind == MSG_BROKEN && managed && abstract) {
 			count(&sh->dbus_strict);
 			if (ret >= 0 && in_my_netns(st0.st_ino))
@@ -1352,4 +1461,110 @@ void op_dbus_mcast(struct thread_ctx *t, int fd)
 				       t->idx, len);
 		}
 	}
+}
+
+/* ---- calls the master forwards (issue 36) ---- */
+
+/* A D-Bus message of type from the client with address @from, in buf. */
+static size_t relay_message(unsigned char *buf, size_t size, int type,
+			    uint64_t from, uint32_t serial,
+			    uint32_t reply_serial)
+{
+	char sender[32];
+	DBusMessage *m;
+
+	m = dbus_message_new(type);
+	if (!m)
+		return 0;
+	snprintf(sender, sizeof(sender), ":0.%" PRIx64, from);
+	dbus_message_set_sender(m, sender);
+	if (type == DBUS_MESSAGE_TYPE_METHOD_CALL) {
+		dbus_message_set_path(m, "/org/ex/Obj");
+		dbus_message_set_interface(m, "org.ex.Iface");
+		dbus_message_set_member(m, "Do");
+	} else {
+		dbus_message_set_reply_serial(m, reply_serial);
+	}
+	dbus_message_set_serial(m, serial);
+	return marshal_into(m, buf, size);
+}
+
+/*
+ * On a bus of its own (master m, a the accepted socket of the callee,
+ * which never answers but once, c the caller): with reply tracking and a
+ * random limit, the master forwards calls for c until the kernel refuses
+ * them: exactly the limit go out, the rest fail with EDQUOT; an answer
+ * makes room for one more; a client's multicast reply is refused.
+ */
+void op_relay_burst(struct thread_ctx *t, int m, int a, int c, int k)
+{
+	struct rng *r = &t->r;
+	unsigned char buf[1024];
+	unsigned int max = 1 + below(r, 8), n = max + 1 + below(r, 20), i;
+	unsigned int ok = 0, quota = 0;
+	struct sockaddr_bus sa;
+	socklen_t len = sizeof(sa);
+	uint64_t caller, callee;
+	struct nfdbus_bus b;
+	struct nfdbus *h;
+	size_t mlen;
+	ssize_t ret;
+
+	if (nfdbus_bus_from_master(&b, m) ||
+	    getsockname(k, (struct sockaddr *)&sa, &len))
+		return;
+	callee = sa.sbus_addr.s_addr;
+	len = sizeof(sa);
+	if (getsockname(c, (struct sockaddr *)&sa, &len))
+		return;
+	caller = sa.sbus_addr.s_addr;
+	h = nl_open(t);
+	if (!h)
+		return;
+	if (nfdbus_set_bus(h, &b, NFDBUS_BUS_REPLIES, max, 0)) {
+		report("worker thread %u: a master could not set reply tracking on its bus: %s",
+		       t->idx, nfdbus_error(h));
+		nl_close(t, h);
+		return;
+	}
+	nl_close(t, h);
+	for (i = 1; i <= n; i++) {
+		mlen = relay_message(buf, sizeof(buf),
+				     DBUS_MESSAGE_TYPE_METHOD_CALL, caller, i, 0);
+		ret = send(a, buf, mlen, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (ret == (ssize_t)mlen)
+			ok++;
+		else if (errno == EDQUOT)
+			quota++;
+		else if (errno != EINTR)
+			report("worker thread %u: forwarded call %u: %s", t->idx,
+			       i, strerror(errno));
+	}
+	__atomic_add_fetch(&sh->relay_quota, quota, __ATOMIC_RELAXED);
+	if (ok > max || (ok + quota == n && ok != max))
+		report("worker thread %u: %u of %u calls forwarded to a callee that never answers went out, limit %u",
+		       t->idx, ok, n, max);
+	if (!ok)
+		return;
+	/* the callee answers call 1, which is awaited: room for one more */
+	sa.sbus_addr.s_addr = caller;
+	mlen = relay_message(buf, sizeof(buf), DBUS_MESSAGE_TYPE_METHOD_RETURN,
+			     callee, 1, 1);
+	ret = sendto(k, buf, mlen, MSG_DONTWAIT | MSG_NOSIGNAL,
+		     (struct sockaddr *)&sa, len);
+	if (ret < 0 && errno != EINTR)
+		report("worker thread %u: the answer to a forwarded call: %s",
+		       t->idx, strerror(errno));
+	/* a client's multicast reply is refused: D-Bus broadcasts signals */
+	sa.sbus_addr.s_addr = BUS_CLIENT_MASK;
+	mlen = relay_message(buf, sizeof(buf), DBUS_MESSAGE_TYPE_METHOD_RETURN,
+			     callee, 2, 2);
+	ret = sendto(k, buf, mlen, MSG_DONTWAIT | MSG_NOSIGNAL,
+		     (struct sockaddr *)&sa, len);
+	if (ret >= 0)
+		report("worker thread %u: a client's multicast method return was accepted",
+		       t->idx);
+	else if (errno != EPERM && errno != EINTR)
+		report("worker thread %u: a client's multicast method return: %s",
+		       t->idx, strerror(errno));
 }

@@ -3,10 +3,10 @@
  * AF_BUS memory budget: a copy queued to a recipient is charged to the
  * recipient (its sk_rmem_alloc grows by the copy's truesize), never to
  * the sender, whose sk_wmem_alloc is idle again when sendmsg returns.  A
- * recipient is full when its queue holds max_qlen messages or its
- * rmem_alloc reached SO_RCVBUF, and takes any message while it is not
- * full (UDP's rule): k messages of truesize t fit, k = min(max_qlen,
- * ceil(rcvbuf / t)).  A client that never reads stalls only the sends
+ * recipient takes a message while its queue holds fewer than max_qlen
+ * and the message fits whole in what is left of SO_RCVBUF, or the queue
+ * is empty: k messages of truesize t fit, k = min(max_qlen,
+ * max(1, floor(rcvbuf / t))).  A client that never reads stalls only the sends
  * addressed to it; eavesdroppers and MCAST_DROP members never stall
  * anyone and count what they miss; POLLOUT and wake-ups are per
  * recipient.  Default buffers unless a test says otherwise.
@@ -170,25 +170,29 @@ static unsigned int fill(struct __test_metadata *_metadata, int fd,
 
 /*
  * fd is full of messages of truesize t each, exactly as many as the rule
- * lets in: min(qlen, ceil(rcvbuf / t)), so that its rmem_alloc is at
- * least rcvbuf (unless the queue limit stopped it first) and less than
- * rcvbuf + t (the last one went in below rcvbuf).  Returns how many.
+ * lets in: min(qlen, max(1, floor(rcvbuf / t))), so that its rmem_alloc
+ * is at most rcvbuf (unless a single message is larger) and another
+ * message would not fit (unless the queue limit stopped it first).
+ * Returns how many.
  */
 static unsigned long expect_full(struct __test_metadata *_metadata, int fd,
 				 unsigned long t, unsigned long qlen)
 {
 	unsigned long rcvbuf = RCVBUF(fd), rmem = RMEM(fd);
-	unsigned long want = (rcvbuf + t - 1) / t;
+	unsigned long want = rcvbuf / t;
 
 	ASSERT_LT(0UL, t);
+	if (!want)
+		want = 1;
 	if (want > qlen)
 		want = qlen;
 	ASSERT_EQ(want * t, rmem)
 		TH_LOG("rcvbuf %lu, truesize %lu, max_qlen %lu", rcvbuf, t,
 		       qlen);
 	if (want < qlen)
-		ASSERT_LE(rcvbuf, rmem);
-	ASSERT_GT(rcvbuf + t, rmem);
+		ASSERT_LT(rcvbuf, rmem + t);
+	if (want > 1)
+		ASSERT_GE(rcvbuf, rmem);
 	return want;
 }
 
@@ -453,9 +457,9 @@ TEST_F_TIMEOUT(budget, mcast_drop_subscriber_never_holds_sender, 120)
 
 /*
  * With a queue limit out of reach, SO_RCVBUF alone bounds the queue.
- * Rule: x is full when rmem_alloc >= rcvbuf, so with k queued of
- * truesize t, (k - 1) * t < rcvbuf <= k * t; reading one takes it below
- * rcvbuf and lets exactly one more in.
+ * Rule: a message goes in when it fits whole, so with k queued of
+ * truesize t, k * t <= rcvbuf < (k + 1) * t; reading one lets exactly
+ * one more in.
  */
 TEST_F(budget, rcvbuf_bounds_queue)
 {
@@ -474,11 +478,14 @@ TEST_F(budget, rcvbuf_bounds_queue)
 	t = RMEM(x);
 	fit = 1 + fill(_metadata, s, b, xa, KIB, 1, TAG_X);
 	ASSERT_EQ(fit, expect_full(_metadata, x, t, 1 << 20));
-	ASSERT_LE(rcvbuf, RMEM(x));
+	ASSERT_GE(rcvbuf, RMEM(x));
+	ASSERT_LT(rcvbuf, RMEM(x) + t);
 	ASSERT_EQ(wmem0, WMEM(s));
 
-	/* a multicast x is a member of waits for it: nobody gets it */
-	ASSERT_ERRNO(EAGAIN, send_msg(s, b, bus_mcast(0), SMALL, 0, TAG_M,
+	/* a multicast that does not fit in x, a member, waits for it:
+	 * nobody gets it
+	 */
+	ASSERT_ERRNO(EAGAIN, send_msg(s, b, bus_mcast(0), KIB, 0, TAG_M,
 				      MSG_DONTWAIT));
 	bus_expect_none(_metadata, s);
 	bus_expect_none(_metadata, self->p[2].cfd);
@@ -500,13 +507,13 @@ TEST_F(budget, rcvbuf_bounds_queue)
 	ASSERT_ERRNO(EAGAIN, send_msg(s, b, xa, 8, 0, TAG_Y, MSG_DONTWAIT));
 	ASSERT_EQ(-1, expect_msg(_metadata, x, b, src, big, 0, TAG_B));
 	ASSERT_EQ(0UL, RMEM(x));
-	/* ... and into one that is not full yet */
+	/* ... but not into one where it does not fit whole */
 	ASSERT_EQ(KIB, send_msg(s, b, xa, KIB, 0, TAG_Y, MSG_DONTWAIT));
 	ASSERT_GT(rcvbuf, RMEM(x));
+	ASSERT_ERRNO(EAGAIN, send_msg(s, b, xa, big, 1, TAG_B, MSG_DONTWAIT));
+	ASSERT_EQ(-1, expect_msg(_metadata, x, b, src, KIB, 0, TAG_Y));
 	ASSERT_EQ((ssize_t)big, send_msg(s, b, xa, big, 1, TAG_B,
 					 MSG_DONTWAIT));
-	ASSERT_ERRNO(EAGAIN, send_msg(s, b, xa, 8, 1, TAG_Y, MSG_DONTWAIT));
-	ASSERT_EQ(-1, expect_msg(_metadata, x, b, src, KIB, 0, TAG_Y));
 	ASSERT_EQ(-1, expect_msg(_metadata, x, b, src, big, 1, TAG_B));
 	ASSERT_EQ(0UL, RMEM(x));
 	ASSERT_EQ(wmem0, WMEM(s));

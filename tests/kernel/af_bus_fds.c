@@ -1733,16 +1733,25 @@ static void expect_child_ok(struct __test_metadata *_metadata, pid_t pid)
 }
 
 /*
- * As NOBODY, with RLIMIT_NOFILE CHILD_NOFILE, send one pipe descriptor
- * per message on fd (connected as root) until a send fails; report.
+ * As NOBODY, with RLIMIT_NOFILE CHILD_NOFILE, connect to bus and send one
+ * pipe descriptor per message to the master until a send fails; report.
+ * The messages wait on the accepted socket, which the connect made: the
+ * files count against NOBODY while they are queued there too.
  */
-static int inflight_child(int fd, int passed, int report)
+static int inflight_child(const struct bus_name *bus, int passed, int report)
 {
 	struct rlimit rl = { CHILD_NOFILE, CHILD_NOFILE };
+	struct timeval tv = { .tv_sec = 2 };
 	struct child_round cr;
+	int fd;
 
 	if (setrlimit(RLIMIT_NOFILE, &rl) || !become_nobody())
 		return 10;
+	fd = socket(AF_BUS, SOCK_SEQPACKET, 0);
+	if (fd < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+	    connect(fd, (const struct sockaddr *)&bus->sa, bus->len))
+		return 12;
 	cr = child_send_until_error(fd, passed, 4 * CHILD_NOFILE);
 	if (write(report, &cr, sizeof(cr)) != sizeof(cr))
 		return 11;
@@ -1765,7 +1774,7 @@ TEST(unix_bus_cycle_unprivileged)
 	struct bus_name bus = bus_name_abstract();
 	int m = bus_master(_metadata, &bus);
 	struct family_counts base = family_baseline(_metadata);
-	int go[2], report[2], pp[2], a, fd, i;
+	int go[2], report[2], pp[2], a, i;
 	struct sockaddr_bus sa;
 	socklen_t len = sizeof(sa);
 	struct cycle_report cr;
@@ -1822,12 +1831,11 @@ TEST(unix_bus_cycle_unprivileged)
 	/* NOBODY holds nothing in flight any more */
 	ASSERT_OK(pipe(report));
 	ASSERT_OK(pipe(pp));
-	fd = bus_connect(_metadata, &bus);
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
 		close(report[0]);
-		_exit(inflight_child(fd, pp[1], report[1]));
+		_exit(inflight_child(&bus, pp[1], report[1]));
 	}
 	close(report[1]);
 	expect_child_ok(_metadata, pid);
@@ -1837,14 +1845,16 @@ TEST(unix_bus_cycle_unprivileged)
 					       strerror(rd.err));
 	EXPECT_EQ(CHILD_NOFILE + 1, rd.sent);
 	a = bus_accept(_metadata, m);
-	caddr = bus_local_addr(_metadata, fd);
+	len = sizeof(sa);
+	ASSERT_OK(getpeername(a, (struct sockaddr *)&sa, &len));
+	caddr = sa.sbus_addr.s_addr;
 	for (i = 0; i < rd.sent; i++) {
 		expect_fds_msg(_metadata, a, caddr, "r", 1, &r);
 		expect_same_file(_metadata, pp[1], r.fds[0]);
 		close(r.fds[0]);
 	}
-	bus_expect_none(_metadata, a);
-	close(fd);
+	/* the child is gone: end of file after its messages */
+	ASSERT_EQ(0, recv(a, &b, 1, MSG_DONTWAIT));
 	close(a);
 	close(pp[1]);
 	expect_pipe_eof(_metadata, pp[0], BUS_TIMEOUT_MS);
@@ -1859,7 +1869,8 @@ TEST(unix_bus_cycle_unprivileged)
  * already in flight" is made before the message's own files count, and
  * again before each copy, so with limit L, F files per message and C in
  * flight, a multicast to M recipients goes out iff C + (M - 1) * F <= L,
- * after which C + M * F are in flight; a unicast iff C <= L.
+ * with C + M * F in flight while it is sent; a unicast iff C <= L. Once
+ * queued, the files count against the recipients' users.
  */
 #define MC_NOFILE	64	/* L */
 #define MC_FDS		8	/* F */
@@ -1982,13 +1993,12 @@ static void mc_expect(struct __test_metadata *_metadata, int fd,
 
 /*
  * As NOBODY with RLIMIT_NOFILE 64, multicasts with 8 files: to 16 and
- * to 10 members ETOOMANYREFS and nobody gets anything; to 9 they go out
- * (72 then in flight, so a unicast with files fails until they are
- * read); to 4 twice (32, then 64 in flight) they go out, a third time
- * not (the first copy finds 72 > 64), while a unicast still does (64
- * is not above the limit) and the next does not; once all is read, a
- * unicast and a multicast with 8 files go out again.  Members get 8
- * working descriptors for the passed pipe each time.
+ * to 10 members ETOOMANYREFS and nobody gets anything (the copies count
+ * against the sender while they are made); to 9 they go out, and once
+ * queued the files count against the members' user, not the sender's
+ * (af_bus.rst, "Passing files"): a unicast with files and the same
+ * multicast go out at once, as do three multicasts to 4.  Members get
+ * 8 working descriptors for the passed pipe each time.
  */
 TEST_F(mc, multicast_fd_copies_counted)
 {
@@ -2039,32 +2049,26 @@ TEST_F(mc, multicast_fd_copies_counted)
 	bus_expect_quiet(_metadata, self->p, MC_MEMBERS);
 	bus_expect_none(_metadata, s.afd);
 
-	/* 9 are not: then 72 in flight, above the limit */
+	/* 9 are not; once queued, the 72 files count against the
+	 * members' user, not the sender's: a unicast with files goes out
+	 * at once, and so does the multicast again
+	 */
 	mc_send(_metadata, &s, bus_mcast(MC_P9), 0);
-	mc_send(_metadata, &s, self->p[0].addr, ETOOMANYREFS);
-	for (i = 0; i < 9; i++)
-		mc_expect(_metadata, self->p[i].cfd, &s, pp[1], pp[0]);
-	bus_expect_quiet(_metadata, self->p, MC_MEMBERS);
-
-	/* 4 twice: 32, then 64; a third multicast finds 72 at its copy */
-	mc_send(_metadata, &s, bus_mcast(MC_P4), 0);
-	mc_send(_metadata, &s, bus_mcast(MC_P4), 0);
-	mc_send(_metadata, &s, bus_mcast(MC_P4), ETOOMANYREFS);
-	/* 64 is not above the limit: one unicast still goes, to 72 */
-	mc_send(_metadata, &s, self->p[4].addr, 0);
-	mc_send(_metadata, &s, self->p[5].addr, ETOOMANYREFS);
-	for (i = 0; i < 4; i++)
-		for (j = 0; j < 2; j++)
-			mc_expect(_metadata, self->p[i].cfd, &s, pp[1], pp[0]);
-	mc_expect(_metadata, self->p[4].cfd, &s, pp[1], pp[0]);
-	bus_expect_quiet(_metadata, self->p, MC_MEMBERS);
-
-	/* all read: back at 0 */
 	mc_send(_metadata, &s, self->p[0].addr, 0);
-	mc_expect(_metadata, self->p[0].cfd, &s, pp[1], pp[0]);
-	mc_send(_metadata, &s, bus_mcast(MC_P4), 0);
+	mc_send(_metadata, &s, bus_mcast(MC_P9), 0);
+	for (i = 0; i < 9; i++)
+		for (j = 0; j < (i ? 2 : 3); j++)
+			mc_expect(_metadata, self->p[i].cfd, &s, pp[1], pp[0]);
+	bus_expect_quiet(_metadata, self->p, MC_MEMBERS);
+
+	/* 4 three times: each goes out, as the first left nothing in
+	 * flight of the sender's
+	 */
+	for (j = 0; j < 3; j++)
+		mc_send(_metadata, &s, bus_mcast(MC_P4), 0);
 	for (i = 0; i < 4; i++)
-		mc_expect(_metadata, self->p[i].cfd, &s, pp[1], pp[0]);
+		for (j = 0; j < 3; j++)
+			mc_expect(_metadata, self->p[i].cfd, &s, pp[1], pp[0]);
 	bus_expect_quiet(_metadata, self->p, MC_MEMBERS);
 	bus_expect_none(_metadata, s.afd);
 
@@ -2105,6 +2109,176 @@ TEST_F(mc, multicast_fd_copies_root_exempt)
 	close(pp[1]);
 	expect_pipe_eof(_metadata, pp[0], BUS_TIMEOUT_MS);
 	close(pp[0]);
+}
+
+/*
+ * Files in flight count against the user that holds them once they are
+ * queued: a caller that hoards the descriptors a service sends it does
+ * not use up the service's own RLIMIT_NOFILE.  The service (uid 65534,
+ * RLIMIT_NOFILE 64) sends the hoarder (uid 65533, RLIMIT_NOFILE
+ * HOARD_NOFILE, never reads) 2000 replies with one file each, and a
+ * third client a file after each: every send to the third client goes
+ * out; those to the hoarder go until its own user holds more than its
+ * limit (HOARD_NOFILE + 1 of them, the last check made before the
+ * message's own file counts), then fail with ETOOMANYREFS.
+ */
+#define HOARD_UID	65533
+#define HOARD_NOFILE	512
+#define HOARD_SENDS	2000
+#define SVC_NOFILE	64
+
+struct hoard_report {
+	int to_hoarder;		/* sends to the hoarder that went out */
+	int refused;		/* failed with ETOOMANYREFS */
+	int other_err;		/* errno of any other failure, else 0 */
+	int to_third;		/* sends to the third client that went */
+	int third_err;		/* errno of the first that did not */
+};
+
+/* A client of bus as uid/gid @uid with RLIMIT_NOFILE @nofile; says so on
+ * report, then waits for go.  Its socket, or -(exit code).
+ */
+static int hoard_client(const struct bus_name *bus, uid_t uid, int nofile,
+			int report, int go)
+{
+	struct rlimit rl = { nofile, nofile };
+	struct timeval tv = { .tv_sec = 2 };
+	int fd;
+	char b;
+
+	if (setrlimit(RLIMIT_NOFILE, &rl) || setgroups(0, NULL) ||
+	    setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		return -10;
+	fd = socket(AF_BUS, SOCK_SEQPACKET, 0);
+	if (fd < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+	    connect(fd, (const struct sockaddr *)&bus->sa, bus->len))
+		return -11;
+	if (write(report, "r", 1) != 1 || read(go, &b, 1) != 1)
+		return -12;
+	return fd;
+}
+
+static int hoard_service(const struct bus_name *bus, __u64 hoarder,
+			 __u64 third, int report, int go)
+{
+	struct hoard_report hr = { 0 };
+	int fd, pp[2], i;
+	char b;
+
+	if (pipe(pp))
+		return 9;
+	fd = hoard_client(bus, NOBODY, SVC_NOFILE, report, go);
+	if (fd < 0)
+		return -fd;
+	for (i = 0; i < HOARD_SENDS; i++) {
+		if (send_fds(fd, bus, hoarder, "h", &pp[1], 1, false) == 1)
+			hr.to_hoarder++;
+		else if (errno == ETOOMANYREFS)
+			hr.refused++;
+		else if (!hr.other_err)
+			hr.other_err = errno;
+		if (send_fds(fd, bus, third, "t", &pp[0], 1, false) == 1)
+			hr.to_third++;
+		else if (!hr.third_err)
+			hr.third_err = errno;
+	}
+	if (write(report, &hr, sizeof(hr)) != sizeof(hr))
+		return 14;
+	/* the third client reads meanwhile: keep the files open */
+	while (read(go, &b, 1) > 0)
+		;
+	return 0;
+}
+
+TEST_F_TIMEOUT(fds, hoarder_does_not_exhaust_service, 300)
+{
+	int hgo[2], hrep[2], sgo[2], srep[2], status, i, n = 0;
+	struct hoard_report hr;
+	pid_t hpid, spid;
+	int h_afd, s_afd;
+	struct rmsg r;
+	char b;
+
+	ASSERT_OK(pipe(hgo));
+	ASSERT_OK(pipe(hrep));
+	hpid = fork();
+	ASSERT_LE(0, hpid);
+	if (!hpid) {
+		int fd;
+
+		close(hgo[1]);
+		close(hrep[0]);
+		fd = hoard_client(&self->bus, HOARD_UID, HOARD_NOFILE,
+				  hrep[1], hgo[0]);
+
+		if (fd < 0)
+			_exit(-fd);
+		/* never reads */
+		while (read(hgo[0], &b, 1) > 0)
+			;
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(hrep[0], &b, 1));
+	h_afd = bus_accept(_metadata, self->m);
+	bus_join(_metadata, h_afd);
+	/* room for all the replies: files are what runs out */
+	i = 2 * HOARD_SENDS;
+	ASSERT_OK(setsockopt(h_afd, SOL_BUS, BUS_SET_MAXQLEN, &i, sizeof(i)));
+	i = 16 << 20;
+	ASSERT_OK(setsockopt(h_afd, SOL_BUS, BUS_SET_RCVBUF, &i, sizeof(i)));
+
+	close(hgo[0]);
+	close(hrep[1]);
+	ASSERT_OK(pipe(sgo));
+	ASSERT_OK(pipe(srep));
+	spid = fork();
+	ASSERT_LE(0, spid);
+	if (!spid) {
+		/* only its own ends: the others' closing ends their reads */
+		close(hgo[1]);
+		close(hrep[0]);
+		close(sgo[1]);
+		close(srep[0]);
+		_exit(hoard_service(&self->bus, 4, self->p[2].addr, srep[1],
+				    sgo[0]));
+	}
+	close(sgo[0]);
+	close(srep[1]);
+	ASSERT_EQ(1, read(srep[0], &b, 1));
+	s_afd = bus_accept(_metadata, self->m);
+	bus_join(_metadata, s_afd);
+	ASSERT_EQ(1, write(hgo[1], "g", 1));
+	ASSERT_EQ(1, write(sgo[1], "g", 1));
+
+	/* the third client reads each file as it comes */
+	while (n < HOARD_SENDS) {
+		ASSERT_NE(0, bus_poll(_metadata, self->p[2].cfd, POLLIN,
+				      60000) & POLLIN)
+			TH_LOG("third client: %d files", n);
+		expect_fds_msg(_metadata, self->p[2].cfd, 5, "t", 1, &r);
+		close(r.fds[0]);
+		n++;
+	}
+	ASSERT_EQ((ssize_t)sizeof(hr), read(srep[0], &hr, sizeof(hr)));
+	EXPECT_EQ(HOARD_SENDS, hr.to_third) TH_LOG("third: %s",
+						   strerror(hr.third_err));
+	EXPECT_EQ(0, hr.other_err) TH_LOG("%s", strerror(hr.other_err));
+	EXPECT_EQ(HOARD_NOFILE + 1, hr.to_hoarder);
+	EXPECT_EQ(HOARD_SENDS - HOARD_NOFILE - 1, hr.refused);
+
+	close(sgo[1]);
+	close(hgo[1]);
+	ASSERT_EQ(spid, waitpid(spid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(hpid, waitpid(hpid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	close(s_afd);
+	close(h_afd);
+	close(srep[0]);
+	close(hrep[0]);
 }
 
 TEST_HARNESS_MAIN

@@ -285,7 +285,7 @@ static void expect_no_such_options(struct __test_metadata *_metadata, int fd,
 
 TEST_F(join, unknown_options_enoprotoopt)
 {
-	const int opts[] = { 0, 12, 255, 0x10000, -1 };
+	const int opts[] = { 0, 13, 255, 0x10000, -1 };
 	struct bus_addr addr = { .s_addr = ADDR_P1 };
 
 	expect_no_such_options(_metadata, self->p[0].afd, opts,
@@ -312,6 +312,61 @@ TEST_F(join, getsockopt_enoprotoopt)
 				TH_LOG("socket %u option %d", i, opt);
 		}
 	}
+}
+
+/*
+ * A sender waiting for room on the default route (its message to an
+ * address nobody owns goes to its own full accepted socket) is woken
+ * when the master gives a client that address, or joins the client that
+ * owns it, and the message goes to that client; before, it waited until
+ * its SO_SNDTIMEO ran out.
+ */
+static void default_route_woken(struct __test_metadata *_metadata,
+				FIXTURE_DATA(join) *self, bool by_join)
+{
+	struct bus_send_arg arg = {
+		.fd = self->p[0].cfd, .bus = &self->bus, .to = ADDR_P1,
+		.val = 0x1234,
+	};
+	struct bus_call call = { .fn = bus_send_call, .arg = &arg };
+	unsigned int n = 0;
+	char buf[8];
+	__u32 v;
+
+	bus_join(_metadata, self->p[0].afd);
+	if (by_join)
+		ASSERT_OK(bus_addr_opt(self->p[1].afd, BUS_ADD_ADDR, ADDR_P1));
+	else
+		bus_join(_metadata, self->p[1].afd);
+	/* fill the master's queue for c0 */
+	while (bus_sendto(self->p[0].cfd, &self->bus, BUS_MASTER_ADDR, "x", 1,
+			  MSG_DONTWAIT) == 1)
+		ASSERT_GT(100000U, ++n);
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_LT(0U, n);
+	bus_call_start_blocked(_metadata, &call);
+	if (by_join)
+		bus_join(_metadata, self->p[1].afd);
+	else
+		ASSERT_OK(bus_addr_opt(self->p[1].afd, BUS_ADD_ADDR, ADDR_P1));
+	bus_call_finish(_metadata, &call);
+	ASSERT_EQ(4, call.ret) TH_LOG("send: %s", strerror(call.err));
+	ASSERT_EQ(4, recv(self->p[1].cfd, &v, sizeof(v), MSG_DONTWAIT));
+	ASSERT_EQ(0x1234U, v);
+	while (n--)
+		ASSERT_EQ(1, recv(self->p[0].afd, buf, sizeof(buf),
+				  MSG_DONTWAIT));
+	bus_expect_quiet(_metadata, self->p, 2);
+}
+
+TEST_F(join, add_addr_wakes_default_route_sender)
+{
+	default_route_woken(_metadata, self, false);
+}
+
+TEST_F(join, join_wakes_default_route_sender)
+{
+	default_route_woken(_metadata, self, true);
 }
 
 TEST_HARNESS_MAIN

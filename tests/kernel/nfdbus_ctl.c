@@ -320,6 +320,9 @@ TEST_F(ctl, permissions)
 	ASSERT_EQ(NFDBUS_BUS_CHECK_SENDER, bus_flags(_metadata, &self->b));
 }
 
+static int manage(struct nfdbus *h, const struct nfdbus_bus *nb,
+		  uint64_t peer, int want);
+
 /*
  * In a child, where the harness cannot assert: a master on @bus, and one
  * client that it accepted (@p).  0, or the code the child exits with.
@@ -336,15 +339,30 @@ static int child_bus(const struct bus_name *bus, int *m, struct bus_peer *p)
 	return p->afd < 0 ? 104 : 0;
 }
 
-/* A master of uid 1000: that uid may manage its rules, others not. */
+/* The bus name @nb, naming @fd as the master's socket. */
+static struct nfdbus_bus with_fd(const struct nfdbus_bus *nb, int fd)
+{
+	struct nfdbus_bus named = *nb;
+
+	nfdbus_bus_set_master(&named, fd);
+	return named;
+}
+
+/*
+ * A master of uid 1000 manages its bus through its own sockets: a request
+ * that names its bound socket, or an accepted one, in NFDBUS_A_BUS_FD.
+ * The uid is not enough, nor is a client's socket of the bus, another
+ * file, or a descriptor the process does not have.
+ */
 static int unprivileged_master(struct nfd_bus *unused)
 {
 	struct bus_peer p = { -1, -1, 0 };
 	struct bus_name bus = bus_name_abstract();
-	struct nfdbus_bus nb = nfd_name(&bus);
+	struct nfdbus_bus nb = nfd_name(&bus), by_m, by_a, fromfd;
+	struct nfdbus_bus bad_nb[3];
 	struct nfdbus *h;
 	uint32_t flags;
-	int m, bad;
+	int m, bad, i;
 
 	(void)unused;
 	bad = child_bus(&bus, &m, &p);
@@ -353,12 +371,24 @@ static int unprivileged_master(struct nfd_bus *unused)
 	h = nfdbus_open();
 	if (!h)
 		return 105;
-	bad |= nfdbus_add_match(h, &nb, 1, "member='A'", NULL) != 0;
-	bad |= (nfdbus_list(h, &nb, NULL, NULL, NULL) != 1) << 1;
-	bad |= (nfdbus_remove_match(h, &nb, 1, "member='A'") != 0) << 2;
-	bad |= (nfdbus_set_bus_flags(h, &nb, NFDBUS_BUS_CHECK_SENDER) != 0) << 3;
-	bad |= (nfdbus_get_bus_flags(h, &nb, &flags) != 0 ||
+	by_m = with_fd(&nb, m);
+	by_a = with_fd(&nb, p.afd);
+	bad |= nfdbus_add_match(h, &by_m, 1, "member='A'", NULL) != 0;
+	bad |= (nfdbus_list(h, &by_a, NULL, NULL, NULL) != 1) << 1;
+	bad |= (nfdbus_remove_match(h, &by_a, 1, "member='A'") != 0) << 2;
+	bad |= (nfdbus_set_bus_flags(h, &by_m, NFDBUS_BUS_CHECK_SENDER) != 0)
+	       << 3;
+	bad |= (nfdbus_get_bus_flags(h, &by_m, &flags) != 0 ||
 		flags != NFDBUS_BUS_CHECK_SENDER) << 4;
+	/* libnfdbus names it from the socket as well */
+	bad |= (nfdbus_bus_from_master(&fromfd, m) != 0 ||
+		nfdbus_set_bus_flags(h, &fromfd, 0) != 0) << 5;
+	bad_nb[0] = nb;
+	bad_nb[1] = with_fd(&nb, p.cfd);
+	bad_nb[2] = with_fd(&nb, 12345);
+	for (i = 0; i < 3; i++)
+		bad |= (manage(h, &bad_nb[i], 1, -EPERM) != 0) << (6 + i);
+	bad |= (nfdbus_bus_from_master(&fromfd, STDIN_FILENO) == 0) << 9;
 	nfdbus_close(h);
 	close(p.afd);
 	close(p.cfd);
@@ -366,14 +396,82 @@ static int unprivileged_master(struct nfd_bus *unused)
 	return bad;
 }
 
-TEST_F(ctl, master_uid_may)
+TEST_F(ctl, master_socket_may)
 {
 	ASSERT_EQ(0, as_uid(1000, unprivileged_master, &self->b));
 }
 
 /*
- * The rights belong to the netlink socket, by the credentials it was
- * opened with (nfdbus.rst, "Who owns a bus"), not to the task sending.
+ * The issue 36 case: a bus daemon of uid 65534, and another process of
+ * that uid, which does not hold the daemon's sockets, cannot change its
+ * bus: neither its flags nor a client's rules.
+ */
+static int same_uid_other_process(struct nfd_bus *unused)
+{
+	struct bus_peer p = { -1, -1, 0 };
+	struct bus_name bus = bus_name_abstract();
+	struct nfdbus_bus nb = nfd_name(&bus), mine;
+	struct nfdbus *h;
+	uint32_t flags;
+	int m, bad, status;
+	pid_t pid;
+
+	(void)unused;
+	bad = child_bus(&bus, &m, &p);
+	if (bad)
+		return bad;
+	h = nfdbus_open();
+	if (!h)
+		return 105;
+	mine = with_fd(&nb, m);
+	if (nfdbus_set_bus_flags(h, &mine, NFDBUS_BUS_CHECK_SENDER |
+				 NFDBUS_BUS_REPLIES) ||
+	    nfdbus_add_match(h, &mine, 1, "member='A'", NULL))
+		return 106;
+	pid = fork();
+	if (pid == 0) {
+		struct nfdbus *other;
+		struct nfdbus_bus guess;
+		int err = 0;
+
+		/* another process: none of the daemon's sockets */
+		close(m);
+		close(p.afd);
+		other = nfdbus_open();
+		if (!other)
+			_exit(101);
+		guess = with_fd(&nb, m);
+		err |= nfdbus_set_bus_flags(other, &nb, 0) != -EPERM;
+		err |= (nfdbus_set_bus_flags(other, &guess, 0) != -EPERM) << 1;
+		err |= (nfdbus_flush(other, &nb, 1) != -EPERM) << 2;
+		/* its own client socket of the bus is no master's */
+		guess = with_fd(&nb, p.cfd);
+		err |= (nfdbus_set_bus_flags(other, &guess, 0) != -EPERM) << 3;
+		nfdbus_close(other);
+		_exit(err);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 107;
+	bad |= WEXITSTATUS(status) << 8;
+	bad |= (nfdbus_get_bus_flags(h, &mine, &flags) != 0 ||
+		flags != (NFDBUS_BUS_CHECK_SENDER | NFDBUS_BUS_REPLIES)) << 4;
+	bad |= (nfdbus_list(h, &mine, NULL, NULL, NULL) != 1) << 5;
+	nfdbus_close(h);
+	close(p.afd);
+	close(p.cfd);
+	close(m);
+	return bad;
+}
+
+TEST_F(ctl, same_uid_not_master)
+{
+	ASSERT_EQ(0, as_uid(65534, same_uid_other_process, &self->b));
+}
+
+/*
+ * Without the master's socket, a request takes CAP_NET_ADMIN both in the
+ * process that opened the netlink socket and in the one that sends on it
+ * (nfdbus.rst, "Who manages a bus").
  */
 
 /*
@@ -416,22 +514,27 @@ static bool drop_to(uid_t uid)
 	       !setresuid(uid, uid, uid) && no_caps();
 }
 
-/* Opened as root, then root dropped for good: still manages the bus. */
+/*
+ * Opened as root, then root dropped for good: the socket carries no
+ * right of its own any more; the master's socket, which the process
+ * holds, does.
+ */
 static int open_then_drop(struct nfd_bus *b)
 {
 	struct nfdbus *h = nfdbus_open(), *now;
+	struct nfdbus_bus by_m = with_fd(&b->nb, b->m);
 	int bad;
 
 	if (!h)
 		return 101;
 	if (!drop_to(65534))
 		return 100;
-	/* the task itself has no right any more: the socket has */
 	now = nfdbus_open();
 	if (!now)
 		return 102;
 	bad = manage(now, &b->nb, b->p[1].addr, -EPERM) ? 1 : 0;
-	bad |= manage(h, &b->nb, b->p[1].addr, 0) ? 2 : 0;
+	bad |= manage(h, &b->nb, b->p[1].addr, -EPERM) ? 2 : 0;
+	bad |= manage(h, &by_m, b->p[1].addr, 0) ? 4 : 0;
 	nfdbus_close(now);
 	nfdbus_close(h);
 	return bad;
@@ -520,8 +623,10 @@ static int recv_fd(int sock)
 
 /*
  * The socket passed with SCM_RIGHTS, both ways, between root (the
- * master's uid) and a process of uid 65534: root's socket manages the bus
- * in the other process, the other's socket does not in root's.
+ * master's uid) and a process of uid 65534: root's socket does not
+ * manage the bus in the other process, which lacks CAP_NET_ADMIN (the
+ * master's socket, which it inherited, does), and the other's socket
+ * does not in root's.
  */
 TEST_F(ctl, socket_passed_to_another_process)
 {
@@ -535,6 +640,7 @@ TEST_F(ctl, socket_passed_to_another_process)
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		struct nfdbus *got, *own;
+		struct nfdbus_bus named;
 		int fd, bad;
 
 		close(sv[0]);
@@ -547,7 +653,10 @@ TEST_F(ctl, socket_passed_to_another_process)
 			_exit(101);
 		bad = manage(own, &self->b.nb, self->b.p[1].addr, -EPERM) ?
 		      1 : 0;
-		bad |= manage(got, &self->b.nb, self->b.p[2].addr, 0) ? 2 : 0;
+		bad |= manage(got, &self->b.nb, self->b.p[2].addr, -EPERM) ?
+		       2 : 0;
+		named = with_fd(&self->b.nb, self->b.m);
+		bad |= manage(got, &named, self->b.p[2].addr, 0) ? 8 : 0;
 		/* the parent's socket stays open in the parent */
 		nfdbus_close(got);
 		/* in flight, the socket outlives this process */
@@ -573,9 +682,10 @@ TEST_F(ctl, socket_passed_to_another_process)
 }
 
 /*
- * A bus whose master is uid 1000: a socket opened by uid 1000 manages it
- * by the uid alone (no capability), one opened by root by CAP_NET_ADMIN
- * alone; both after their task became uid 65534, and nothing else does.
+ * A bus whose master is uid 1000: neither a socket opened by uid 1000 nor
+ * one opened by root manages it once their task is uid 65534 without
+ * capabilities, unless the request names the master's socket, which the
+ * task holds.
  */
 static int uid_and_capability(struct nfd_bus *unused)
 {
@@ -602,9 +712,12 @@ static int uid_and_capability(struct nfd_bus *unused)
 	now = nfdbus_open();
 	if (!now)
 		return 105;
-	bad |= manage(by_uid, &nb, 1, 0) ? 1 : 0;
-	bad |= manage(by_root, &nb, 1, 0) ? 2 : 0;
+	bad |= manage(by_uid, &nb, 1, -EPERM) ? 1 : 0;
+	bad |= manage(by_root, &nb, 1, -EPERM) ? 2 : 0;
 	bad |= manage(now, &nb, 1, -EPERM) ? 4 : 0;
+	nb = with_fd(&nb, m);
+	bad |= manage(by_uid, &nb, 1, 0) ? 8 : 0;
+	bad |= manage(now, &nb, 1, 0) ? 16 : 0;
 	nfdbus_close(now);
 	nfdbus_close(by_uid);
 	nfdbus_close(by_root);
@@ -614,7 +727,7 @@ static int uid_and_capability(struct nfd_bus *unused)
 	return bad;
 }
 
-TEST_F(ctl, master_uid_or_capability_of_the_opener)
+TEST_F(ctl, master_socket_not_uid_nor_opener)
 {
 	ASSERT_EQ(0, in_child(uid_and_capability, &self->b));
 }

@@ -3,7 +3,8 @@
  * nfdbus message parser (Documentation/networking/nfdbus.rst,
  * "Messages"), seen through multicasts on a D-Bus bus: real messages
  * marshalled by libdbus, little and big endian, reach the peers whose
- * rules match their header fields and arguments; hand-made malformed
+ * rules match their header fields and arguments (signals from a client,
+ * the other types from the master, as clients multicast only signals); hand-made malformed
  * ones are refused with EPERM at sendmsg, reach nobody and are counted;
  * headers past NFDBUS_PARSE_MAX go unfiltered to every peer with rules.
  *
@@ -95,24 +96,38 @@ TEST_F(parse, one_field_differs)
 	free(m.data);
 }
 
+/*
+ * A client may multicast only signals: a call or an error to everybody
+ * is refused and counted as denied.  The master's multicasts of any type
+ * are filtered by the rules on their type and arguments.
+ */
 TEST_F(parse, method_call_and_return_multicast)
 {
 	struct nfd_msg spec = {
 		.type = DBUS_MESSAGE_TYPE_METHOD_CALL, .path = "/a",
 		.member = "Ping", .sig = "s", .args = { "v" },
 	};
+	struct nfdbus_stats before;
 	struct nfd_blob m;
 
 	NFD_ADD(&self->b, 2, "type='method_call',member='Ping',arg0='v'", 0);
 	m = nfd_marshal(_metadata, &spec, variant->big);
-	expect_mcast(_metadata, &self->b, &m, 0x4);
+	before = nfd_stats(_metadata, &self->b);
+	ASSERT_EQ(EPERM, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	ASSERT_EQ(before.denied + 1, nfd_stats(_metadata, &self->b).denied);
+	ASSERT_EQ(0, nfd_mcast_master(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0x4, nfd_receivers(_metadata, &self->b, m.data, m.len));
 	free(m.data);
 
 	spec.type = DBUS_MESSAGE_TYPE_ERROR;
 	spec.member = NULL;
 	NFD_ADD(&self->b, 0, "type='error',arg0='v'", 0);
 	m = nfd_marshal(_metadata, &spec, variant->big);
-	expect_mcast(_metadata, &self->b, &m, 0x1);
+	ASSERT_EQ(EPERM, nfd_mcast(&self->b, 1, m.data, m.len));
+	ASSERT_EQ(0, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	ASSERT_EQ(0, nfd_mcast_master(&self->b, 1, m.data, m.len));
+	ASSERT_EQ(0x1, nfd_receivers(_metadata, &self->b, m.data, m.len));
 	free(m.data);
 }
 
@@ -357,10 +372,15 @@ TEST_F(parse, handmade_valid)
 	hm_end(&h);
 	hm_expect(_metadata, &self->b, &h, 0, "unknown field (us)");
 
-	/* an unknown message type is not an error; it is no signal either */
+	/* an unknown message type is not malformed; it is no signal
+	 * either, so a client may not multicast it, and the master's
+	 * multicast of it matches no type='signal' rule
+	 */
 	hm_signal(&h, variant->big);
 	h.b[1] = 9;
-	ASSERT_EQ(0, nfd_mcast(&self->b, 0, h.b, h.n));
+	ASSERT_EQ(EPERM, nfd_mcast(&self->b, 0, h.b, h.n));
+	ASSERT_EQ(0, nfd_receivers(_metadata, &self->b, h.b, h.n));
+	ASSERT_EQ(0, nfd_mcast_master(&self->b, 0, h.b, h.n));
 	ASSERT_EQ(0, nfd_receivers(_metadata, &self->b, h.b, h.n));
 	ASSERT_EQ(0, nfd_stats(_metadata, &self->b).malformed);
 }

@@ -12,6 +12,7 @@
  */
 #include "nfdbus_test.h"
 
+#include <linux/filter.h>
 #include <time.h>
 
 FIXTURE(replies) {
@@ -30,11 +31,12 @@ FIXTURE_TEARDOWN(replies)
 	nfd_teardown(&self->b);
 }
 
-/* A D-Bus message as peer from's library would marshal it. */
-static struct nfd_blob msg(struct __test_metadata *_metadata,
-			   struct nfd_bus *b, int from, int type,
-			   uint32_t serial, uint32_t reply_serial,
-			   bool no_reply)
+/* A D-Bus message as peer from's library would marshal it, with a
+ * DESTINATION when dest is not NULL. */
+static struct nfd_blob msg_dest(struct __test_metadata *_metadata,
+				struct nfd_bus *b, int from, int type,
+				uint32_t serial, uint32_t reply_serial,
+				bool no_reply, const char *dest)
 {
 	struct nfd_blob out = { 0 };
 	char sender[32];
@@ -47,6 +49,8 @@ static struct nfd_blob msg(struct __test_metadata *_metadata,
 	m = dbus_message_new(type);
 	ASSERT_NE(NULL, m);
 	ASSERT_TRUE(dbus_message_set_sender(m, sender));
+	if (dest)
+		ASSERT_TRUE(dbus_message_set_destination(m, dest));
 	if (type == DBUS_MESSAGE_TYPE_METHOD_CALL) {
 		ASSERT_TRUE(dbus_message_set_path(m, "/org/ex/Obj"));
 		ASSERT_TRUE(dbus_message_set_interface(m, "org.ex.Iface"));
@@ -67,6 +71,15 @@ static struct nfd_blob msg(struct __test_metadata *_metadata,
 	out.len = len;
 	dbus_free(data);
 	return out;
+}
+
+static struct nfd_blob msg(struct __test_metadata *_metadata,
+			   struct nfd_bus *b, int from, int type,
+			   uint32_t serial, uint32_t reply_serial,
+			   bool no_reply)
+{
+	return msg_dest(_metadata, b, from, type, serial, reply_serial,
+			no_reply, NULL);
 }
 
 /* Peer from sends m to peer to's address: 0 or the errno. */
@@ -267,26 +280,252 @@ TEST_F(replies, monitor_copies_await_nothing)
 	SEND(b, 2, 0, RETURN, 3, 40, false, 0, 0x1);
 }
 
-/* The master sends copies of a forwarded call to clients that eavesdrop:
- * they do not count against the caller's limit, and the callee's answer
- * ends every wait for that call.
+/* Calls the master forwards count against their caller like its own
+ * (they used not to: a burst of them to a callee that never answers
+ * made waits without bound); the callee's answer ends its wait only.
  */
-TEST_F(replies, answer_ends_copies)
+TEST_F(replies, forwarded_calls_count)
 {
 	struct nfd_bus *b = &self->b;
-	int to;
+	struct nfd_blob m;
 
-	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb, NFDBUS_BUS_REPLIES, 1, 0));
-	for (to = 1; to <= 3; to++) {
-		RELAY(b, 0, to, CALL, 50, 0, false);
-	}
-	/* three relayed waits, and room for one call of its own */
-	SEND(b, 0, 1, CALL, 51, 0, false, 0, 0x2);
+	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb, NFDBUS_BUS_REPLIES, 2, 0));
+	RELAY(b, 0, 1, CALL, 50, 0, false);
+	SEND(b, 0, 2, CALL, 51, 0, false, 0, 0x4);
+	/* a third wait, forwarded or not, is refused; the master's send
+	 * fails with EDQUOT and its callee gets nothing
+	 */
 	SEND(b, 0, 1, CALL, 52, 0, false, EDQUOT, 0);
-	SEND(b, 2, 0, RETURN, 1, 50, false, 0, 0x1);
-	SEND(b, 1, 0, RETURN, 2, 50, false, EPERM, 0);
-	SEND(b, 3, 0, ERROR, 3, 50, false, EPERM, 0);
-	SEND(b, 1, 0, RETURN, 4, 51, false, 0, 0x1);
+	m = msg(_metadata, b, 0, CALL, 53, 0, false);
+	ASSERT_ERRNO(EDQUOT, send(b->p[3].afd, m.data, m.len, 0));
+	ASSERT_EQ(0, nfd_receivers(_metadata, b, m.data, m.len));
+	free(m.data);
+	ASSERT_EQ(2, nfd_stats(_metadata, b).replies_exceeded);
+	SEND(b, 1, 0, RETURN, 1, 50, false, 0, 0x1);
+	RELAY(b, 0, 3, CALL, 54, 0, false);
+	SEND(b, 3, 0, RETURN, 2, 54, false, 0, 0x1);
+	SEND(b, 2, 0, RETURN, 3, 51, false, 0, 0x1);
+}
+
+/*
+ * A client's burst of 10 000 calls that the master forwards to a callee
+ * that never answers ends with max_replies waits, no more: the rest fail
+ * at the master's send with EDQUOT (as dbus-daemon answers LimitsExceeded
+ * past max_replies_per_connection).
+ */
+TEST_F_TIMEOUT(replies, forwarded_burst_bounded, 120)
+{
+	struct nfd_bus *b = &self->b;
+	unsigned int ok = 0, quota = 0, s;
+	char buf[512];
+	struct nfd_blob m;
+	ssize_t n;
+
+	for (s = 1; s <= 10000; s++) {
+		m = msg(_metadata, b, 0, CALL, s, 0, false);
+		n = send(b->p[1].afd, m.data, m.len, 0);
+		if (n == (ssize_t)m.len) {
+			ok++;
+			ASSERT_EQ(n, recv(b->p[1].cfd, buf, sizeof(buf),
+					  MSG_DONTWAIT));
+		} else {
+			ASSERT_EQ(EDQUOT, errno) TH_LOG("call %u", s);
+			quota++;
+		}
+		free(m.data);
+	}
+	ASSERT_EQ(NFDBUS_MAX_REPLIES_DEFAULT, ok);
+	ASSERT_EQ(10000 - NFDBUS_MAX_REPLIES_DEFAULT, quota);
+	ASSERT_EQ(quota, nfd_stats(_metadata, b).replies_exceeded);
+	/* the caller's own calls are refused too, until an answer */
+	SEND(b, 0, 2, CALL, 20000, 0, false, EDQUOT, 0);
+	SEND(b, 1, 0, RETURN, 1, 7, false, 0, 0x1);
+	SEND(b, 0, 2, CALL, 20001, 0, false, 0, 0x4);
+}
+
+/* However many clients wait, a bus holds NFDBUS_BUS_MAX_REPLIES waits. */
+TEST_F_TIMEOUT(replies, bus_bounded, 600)
+{
+	struct nfd_bus *b = &self->b;
+	char buf[512];
+	struct nfd_blob m;
+	uint32_t s;
+
+	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb, NFDBUS_BUS_REPLIES,
+				 NFDBUS_MAX_REPLIES_MAX, 0));
+	for (s = 1; s <= NFDBUS_BUS_MAX_REPLIES + 1; s++) {
+		m = msg(_metadata, b, s % 2 ? 0 : 2, CALL, s, 0, false);
+		if (s <= NFDBUS_BUS_MAX_REPLIES) {
+			ASSERT_EQ((ssize_t)m.len,
+				  send(b->p[1].afd, m.data, m.len, 0))
+				TH_LOG("call %u: %s", s, strerror(errno));
+			ASSERT_EQ((ssize_t)m.len,
+				  recv(b->p[1].cfd, buf, sizeof(buf),
+				       MSG_DONTWAIT));
+		} else {
+			ASSERT_ERRNO(EDQUOT, send(b->p[1].afd, m.data, m.len,
+						  0));
+		}
+		free(m.data);
+	}
+	/* the callee leaving frees them all */
+	bus_peer_close(&b->p[1]);
+	SEND(b, 0, 3, CALL, 1, 0, false, 0, 0x8);
+}
+
+/* A D-Bus message of type from peer from with a DESTINATION. */
+static struct nfd_blob msg_to(struct __test_metadata *_metadata,
+			      struct nfd_bus *b, int from, int type,
+			      uint32_t serial, uint32_t reply_serial,
+			      const char *dest)
+{
+	return msg_dest(_metadata, b, from, type, serial, reply_serial,
+			false, dest);
+}
+
+static const char *unique(struct nfd_bus *b, int i, char *buf, size_t len)
+{
+	snprintf(buf, len, ":0.%llx", (unsigned long long)b->p[i].addr);
+	return buf;
+}
+
+/*
+ * A reply sent as a multicast, to a caller with a match rule that lets
+ * everything through, does not complete the caller's call: a client's
+ * multicast must be a signal (EPERM otherwise); the real answer still
+ * goes through.  Also an error, and a multicast method call.
+ */
+TEST_F(replies, multicast_reply_refused)
+{
+	struct nfd_bus *b = &self->b;
+	struct bus_name to = bus_dest(&b->bus, bus_mcast(0));
+	char name[32];
+	struct nfd_blob m;
+	int type;
+
+	NFD_ADD(b, 0, "", 0);
+	SEND(b, 0, 1, CALL, 5, 0, false, 0, 0x2);
+	for (type = RETURN; type <= ERROR; type++) {
+		m = msg_to(_metadata, b, 2, type, 70 + type, 5,
+			   unique(b, 0, name, sizeof(name)));
+		ASSERT_ERRNO(EPERM, sendto(b->p[2].cfd, m.data, m.len,
+					   MSG_NOSIGNAL, (struct sockaddr *)&to.sa,
+					   to.len));
+		ASSERT_EQ(0, nfd_receivers(_metadata, b, m.data, m.len));
+		free(m.data);
+	}
+	m = msg_to(_metadata, b, 2, CALL, 73, 0, unique(b, 0, name,
+							 sizeof(name)));
+	ASSERT_ERRNO(EPERM, sendto(b->p[2].cfd, m.data, m.len, MSG_NOSIGNAL,
+				   (struct sockaddr *)&to.sa, to.len));
+	free(m.data);
+	ASSERT_EQ(3, nfd_stats(_metadata, b).denied);
+	SEND(b, 1, 0, RETURN, 1, 5, false, 0, 0x1);
+}
+
+/*
+ * The master sends a client with an eavesdrop='true' match rule copies of
+ * the calls it forwards: the copy is no call to answer.  The eavesdropper's
+ * reply is refused, and does not keep the callee's answer out.
+ */
+TEST_F(replies, eavesdropper_cannot_answer)
+{
+	struct nfd_bus *b = &self->b;
+	char name[32], buf[512];
+	struct nfd_blob m;
+
+	NFD_ADD(b, 2, "eavesdrop='true'", 0);
+	m = msg_to(_metadata, b, 0, CALL, 9, 0, unique(b, 1, name,
+							sizeof(name)));
+	ASSERT_EQ((ssize_t)m.len, send(b->p[1].afd, m.data, m.len, 0));
+	ASSERT_EQ((ssize_t)m.len, send(b->p[2].afd, m.data, m.len, 0));
+	ASSERT_EQ((ssize_t)m.len, recv(b->p[1].cfd, buf, sizeof(buf),
+				       MSG_DONTWAIT));
+	ASSERT_EQ((ssize_t)m.len, recv(b->p[2].cfd, buf, sizeof(buf),
+				       MSG_DONTWAIT));
+	free(m.data);
+	SEND(b, 2, 0, RETURN, 1, 9, false, EPERM, 0);
+	SEND(b, 2, 0, ERROR, 2, 9, false, EPERM, 0);
+	SEND(b, 1, 0, RETURN, 3, 9, false, 0, 0x1);
+	/* a call forwarded to the eavesdropper's own name awaits it */
+	m = msg_to(_metadata, b, 0, CALL, 10, 0, unique(b, 2, name,
+							 sizeof(name)));
+	ASSERT_EQ((ssize_t)m.len, send(b->p[2].afd, m.data, m.len, 0));
+	ASSERT_EQ((ssize_t)m.len, recv(b->p[2].cfd, buf, sizeof(buf),
+				       MSG_DONTWAIT));
+	free(m.data);
+	SEND(b, 2, 0, RETURN, 4, 10, false, 0, 0x1);
+}
+
+/* A kernel eavesdropper (BUS_SET_EAVESDROP) is a client like any other
+ * for its own calls and the calls to it; its copies of others' calls
+ * and replies make and take nothing.
+ */
+TEST_F(replies, kernel_eavesdropper_tracked)
+{
+	struct nfd_bus *b = &self->b;
+	uint32_t s;
+
+	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb, NFDBUS_BUS_REPLIES, 2, 0));
+	ASSERT_OK(setsockopt(b->p[3].afd, SOL_BUS, BUS_SET_EAVESDROP, NULL, 0));
+	/* its calls are answered, and the answers free its waits */
+	for (s = 1; s <= 5; s++) {
+		SEND(b, 3, 1, CALL, s, 0, false, 0, 0x2);
+		SEND(b, 1, 3, RETURN, 100 + s, s, false, 0, 0x8);
+	}
+	/* calls to it await its answer */
+	SEND(b, 0, 3, CALL, 20, 0, false, 0, 0x8);
+	SEND(b, 3, 0, RETURN, 6, 20, false, 0, 0x1);
+	/* its copy of a call between others awaits nothing from it */
+	SEND(b, 0, 1, CALL, 21, 0, false, 0, 0xa);
+	SEND(b, 3, 0, RETURN, 7, 21, false, EPERM, 0);
+	SEND(b, 1, 0, RETURN, 8, 21, false, 0, 0x9);
+}
+
+/* Reply tracking turned off and on again forgets what was awaited. */
+TEST_F(replies, off_and_on_forgets)
+{
+	struct nfd_bus *b = &self->b;
+
+	SEND(b, 0, 1, CALL, 5, 0, false, 0, 0x2);
+	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb, 0, 0, 0));
+	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb, NFDBUS_BUS_REPLIES, 0, 0));
+	SEND(b, 1, 0, RETURN, 1, 5, false, EPERM, 0);
+}
+
+/* Waits expire in the order of their deadlines, whatever the order they
+ * were made in: one that never expires does not keep a later one that
+ * expired.
+ */
+TEST_F(replies, expiry_in_deadline_order)
+{
+	struct nfd_bus *b = &self->b;
+	struct timespec ts = { 0, 300 * 1000 * 1000 };
+
+	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb, NFDBUS_BUS_REPLIES, 2, 0));
+	SEND(b, 0, 1, CALL, 5, 0, false, 0, 0x2);
+	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb, NFDBUS_BUS_REPLIES, 2, 100));
+	SEND(b, 0, 2, CALL, 6, 0, false, 0, 0x4);
+	nanosleep(&ts, NULL);
+	/* call 6 expired: its room is free although call 5 is older */
+	SEND(b, 0, 3, CALL, 7, 0, false, 0, 0x8);
+	SEND(b, 2, 0, RETURN, 1, 6, false, EPERM, 0);
+	SEND(b, 1, 0, RETURN, 2, 5, false, 0, 0x1);
+}
+
+/* A call the callee's own socket filter drops never reached it: it owes
+ * no answer.
+ */
+TEST_F(replies, filtered_call_awaits_nothing)
+{
+	struct nfd_bus *b = &self->b;
+	struct sock_filter drop = BPF_STMT(BPF_RET | BPF_K, 0);
+	struct sock_fprog prog = { .len = 1, .filter = &drop };
+
+	ASSERT_OK(setsockopt(b->p[1].cfd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
+			     sizeof(prog)));
+	SEND(b, 0, 1, CALL, 5, 0, false, 0, 0);
+	SEND(b, 1, 0, RETURN, 1, 5, false, EPERM, 0);
 }
 
 TEST_F(replies, timeout)

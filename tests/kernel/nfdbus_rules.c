@@ -121,7 +121,13 @@ TEST_F(rules, table)
 					  self->b.p[1].addr));
 		NFD_ADD(&self->b, 1, rows[i].rule, 0);
 		m = nfd_marshal(_metadata, rows[i].msg, false);
-		ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+		/* a client multicasts only signals; the master anything */
+		if (rows[i].msg->type) {
+			ASSERT_EQ(0, nfd_mcast_master(&self->b, 0, m.data,
+						      m.len));
+		} else {
+			ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+		}
 		/* peer 3 eavesdrops: it gets everything */
 		ASSERT_EQ(rows[i].match ? 0xa : 0x8,
 			  nfd_receivers(_metadata, &self->b, m.data, m.len))

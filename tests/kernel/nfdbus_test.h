@@ -218,6 +218,20 @@ static inline int nfd_mcast(struct nfd_bus *b, int from, const void *msg,
 }
 
 /*
+ * The master multicasts msg, on peer from's accepted socket: nfdbus
+ * filters it by the rules but does not check it as a client's (a client
+ * may multicast only signals).
+ */
+static inline int nfd_mcast_master(struct nfd_bus *b, int from,
+				   const void *msg, size_t len)
+{
+	struct bus_name to = bus_dest(&b->bus, bus_mcast(0));
+
+	return bus_errno_of(sendto(b->p[from].afd, msg, len, MSG_NOSIGNAL,
+				   (struct sockaddr *)&to.sa, to.len));
+}
+
+/*
  * Bit i set when peer i has exactly msg queued (which is taken off);
  * every other queue must be empty.
  */

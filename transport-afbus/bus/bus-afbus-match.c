@@ -189,7 +189,9 @@ bus_afbus_nfdbus_error (BusContext *context,
 
 /* The bus of an AF_BUS socket (a client's accepted socket or the
  * master's listening one): the path as the master bound it, as
- * connect() takes it. */
+ * connect() takes it, and the socket itself, which the kernel asks
+ * a request about the bus to name (NFDBUS_A_BUS_FD: only the master
+ * manages its bus, whatever its uid). */
 static dbus_bool_t
 bus_of_socket (int                fd,
                struct nfdbus_bus *bus)
@@ -207,20 +209,32 @@ bus_of_socket (int                fd,
   if (bus->len > sizeof (bus->path))
     bus->len = sizeof (bus->path);
   memcpy (bus->path, sa.sbus_path, bus->len);
+  nfdbus_bus_set_master (bus, fd);
   return TRUE;
 }
 
 /* The bus of an AF_BUS connection and the client's address: FALSE if
- * the connection is not an AF_BUS one (or is gone). */
+ * the connection is not an AF_BUS one (or is gone).  The requests name
+ * the daemon's listening socket, which lives as long as the daemon
+ * (the policies keep a copy), when it is that bus's. */
 dbus_bool_t
 bus_afbus_connection_bus (DBusConnection    *connection,
                           struct nfdbus_bus *bus,
                           dbus_uint64_t     *peer)
 {
+  DBusServer *server;
+  struct nfdbus_bus own;
   int fd;
 
-  return bus_afbus_connection_fd (connection, &fd, peer) &&
-         bus_of_socket (fd, bus);
+  if (!bus_afbus_connection_fd (connection, &fd, peer) ||
+      !bus_of_socket (fd, bus))
+    return FALSE;
+  server = bus_afbus_server (bus_connection_get_context (connection));
+  if (server != NULL &&
+      bus_of_socket (_dbus_server_afbus_get_fd (server), &own) &&
+      own.len == bus->len && memcmp (own.path, bus->path, own.len) == 0)
+    *bus = own;
+  return TRUE;
 }
 
 /* The netlink socket to nfdbus, opened by bus_afbus_check_kernel() or

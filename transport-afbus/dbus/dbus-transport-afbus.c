@@ -640,7 +640,13 @@ message_undeliverable (DBusTransport *transport,
                  dbus_message_get_destination (message) : "(bus)",
                  _dbus_strerror (saved_errno));
 
-  if (dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
+  /* The answer is made for the caller only on a client's own
+   * connection.  On one of the daemon's connections the message is a
+   * call the daemon relays for another client: an error queued here
+   * would read as sent by this connection's client (and has no serial),
+   * so it is dropped and the caller gets its own timeout's NoReply. */
+  if (!transport->is_server &&
+      dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
       !dbus_message_get_no_reply (message))
     {
       switch (saved_errno)
