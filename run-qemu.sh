@@ -547,7 +547,13 @@ main() {
 	[ $debug = 0 ] || use_debug_kernel
 	if [ "$system" = only ]; then
 		[ $debug = 0 ] || die "--system boots the AF_BUS kernel package, not the debug kernel"
-		"$AFBUS_TOP/build-aux/install-deps.sh" >&2
+		# the test programs the image carries (build/tests) are make
+		# all's; a stale one would be tested in the image
+		if [ "${AFBUS_SKIP_BUILD:-0}" != 1 ]; then
+			build >&2
+		else
+			"$AFBUS_TOP/build-aux/install-deps.sh" >&2
+		fi
 		system_build
 		if [ "$mode" = shell ]; then
 			system_qemu "${AFBUS_SYSTEM_KERNEL:-afbus}" shell
