@@ -6,7 +6,7 @@
 # and enforcing, as on any Debian 12 machine.  The AF_BUS kernel is
 # Debian's configuration (build-aux/kernel-build.sh --system): modular,
 # booted as Debian boots, its root file system's driver a module of the
-# initramfs, AF_BUS and nfdbus modules loaded on demand.
+# initramfs, AF_BUS built in and nfdbus a module loaded on demand.
 . /usr/libexec/afbus/dbus-test-lib.sh
 
 release=$(uname -r)
@@ -44,11 +44,11 @@ expect_match "... from the initramfs (initramfs-tools)" \
 	'/virtio_blk\.ko' "$(lsinitramfs "/boot/initrd.img-$release" 2>&1)"
 case $AFBUS_KERNEL in
 afbus)
-	expect_match "AF_BUS and nfdbus are modules (CONFIG_AF_BUS=m, CONFIG_NFDBUS=m)" \
-		'^CONFIG_AF_BUS=m CONFIG_NFDBUS=m$' \
+	expect_match "AF_BUS built in, nfdbus a module (CONFIG_AF_BUS=y, CONFIG_NFDBUS=m)" \
+		'^CONFIG_AF_BUS=y CONFIG_NFDBUS=m$' \
 		"$(grep -E '^CONFIG_(AF_BUS|NFDBUS)=' "$config" | tr '\n' ' ' | sed 's/ $//')"
-	expect_match "... af_bus loaded on demand (the system bus' socket)" \
-		'^af_bus ' "$(cat /proc/modules)"
+	expect_match "... nfdbus loaded on demand (by the system bus' master)" \
+		'^nfdbus ' "$(cat /proc/modules)"
 	expect_eq "no test module in the package (CONFIG_AF_BUS_NF_TEST)" "" \
 		"$(grep '^CONFIG_AF_BUS_NF_TEST=' "$config" || true)"
 	;;
