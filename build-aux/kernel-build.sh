@@ -26,7 +26,7 @@
 # config of the linux-config-6.1 package, of the same version as
 # linux-source-6.1), with Debian's modules and AppArmor as the major LSM,
 # then kernel-patches/af_bus.config and kernel-patches/system.config
-# merged over it (AF_BUS and nfdbus as modules, release VERSION-afbus),
+# merged over it (AF_BUS built in, nfdbus a module, release VERSION-afbus),
 # built as Debian builds it (`make all`: the image and the modules).
 # Which of Debian's modules it builds depends on AFBUS_KERNEL_MODULES:
 #   (unset)   the modules of kernel-patches/system.modules, the lsmod of
@@ -37,6 +37,10 @@
 #             any machine, in build/kernel-obj-system-full
 #   FILE      the modules of FILE, the output of `lsmod` on the machine
 #             the kernel is for, in build/kernel-obj-system-local
+#
+# With --kcsan, kernel-patches/kcsan.config (the data-race detector, which
+# excludes the debug kernel's KASAN) in build/kernel-obj-kcsan, booted by
+# `run-qemu.sh --kcsan` on demand.
 set -eu
 . "$(dirname "$0")/common.sh"
 
@@ -44,11 +48,11 @@ FRAGMENTS="$KERNEL_PATCHES/base.config"
 [ -f "$KERNEL_PATCHES/af_bus.config" ] &&
 	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/af_bus.config"
 
-# A variant (--debug, --bench, --system) has its own object directory and log,
-# and installs no UAPI headers.
+# A variant (--debug, --kcsan, --bench, --system) has its own object directory
+# and log, and installs no UAPI headers.
 VARIANT=
 case ${1:-} in
---debug|--bench)
+--debug|--kcsan|--bench)
 	VARIANT=${1#--}
 	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/$VARIANT.config"
 	KERNEL_OBJ=$AFBUS_BUILD/kernel-obj-$VARIANT
