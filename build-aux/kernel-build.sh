@@ -168,6 +168,8 @@ modules_archive() {
 	kmake -j"$(nproc)" modules >>"$LOG" 2>&1 || die "make modules failed; see $LOG"
 	kmake modules_install INSTALL_MOD_PATH="$root" INSTALL_MOD_STRIP=1 \
 		>>"$LOG" 2>&1 || die "make modules_install failed; see $LOG"
+	# not the links to this machine's source and object trees
+	rm -f "$root"/lib/modules/*/build "$root"/lib/modules/*/source
 	(cd "$root" && find lib | LC_ALL=C sort |
 		cpio --quiet -o -H newc -R 0:0) | gzip -n >"$KERNEL_OBJ/modules.cpio.gz"
 }
