@@ -418,7 +418,7 @@ use_debug_kernel() {
 }
 
 # A kernel built with modules (debug.config: nfdbus) has them in
-# modules.cpio.gz of its object directory (build-aux/kernel-build.sh):
+# modules.cpio.gz of its object directory (build-aux/kernel-modules.sh):
 # the guest boots the initramfs with that archive appended (the kernel
 # unpacks one after the other), and its init loads them.
 with_kernel_modules() {
@@ -605,7 +605,10 @@ main() {
 
 	if [ "${AFBUS_SKIP_BUILD:-0}" != 1 ]; then
 		build >&2
-		[ $debug = 0 ] || "$AFBUS_TOP/build-aux/kernel-build.sh" $debug_kernel >&2
+		if [ $debug = 1 ]; then
+			"$AFBUS_TOP/build-aux/kernel-build.sh" $debug_kernel >&2
+			"$AFBUS_TOP/build-aux/kernel-modules.sh" $debug_kernel >&2
+		fi
 	fi
 	# the benchmark kernel and initramfs (cached): also with
 	# AFBUS_SKIP_BUILD (make bench); --check never builds them

@@ -38,9 +38,6 @@
 #   FILE      the modules of FILE, the output of `lsmod` on the machine
 #             the kernel is for, in build/kernel-obj-system-local
 #
-# A test-guest kernel whose configuration has modules (=m) also builds
-# them, into $KERNEL_OBJ/modules.cpio.gz (see modules_archive()).
-#
 # With --kcsan, kernel-patches/kcsan.config (the data-race detector, which
 # excludes the debug kernel's KASAN) in build/kernel-obj-kcsan, booted by
 # `run-qemu.sh --kcsan` on demand.
@@ -155,25 +152,6 @@ configure() {
 	check_config
 }
 
-# The modules of a test-guest kernel that has some (debug.config builds
-# nfdbus as a module for tests/kernel/nfdbus_unload): installed into
-# $KERNEL_OBJ/modules.cpio.gz, an archive run-qemu.sh appends to the
-# guest's initramfs and whose modules the guest's init loads.
-modules_archive() {
-	local root=$KERNEL_OBJ/modules-root
-
-	rm -rf "$root" "$KERNEL_OBJ/modules.cpio.gz"
-	grep -q '=m$' "$KERNEL_OBJ/.config" || return 0
-	msg "building and installing the modules"
-	kmake -j"$(nproc)" modules >>"$LOG" 2>&1 || die "make modules failed; see $LOG"
-	kmake modules_install INSTALL_MOD_PATH="$root" INSTALL_MOD_STRIP=1 \
-		>>"$LOG" 2>&1 || die "make modules_install failed; see $LOG"
-	# not the links to this machine's source and object trees
-	rm -f "$root"/lib/modules/*/build "$root"/lib/modules/*/source
-	(cd "$root" && find lib | LC_ALL=C sort |
-		cpio --quiet -o -H newc -R 0:0) | gzip -n >"$KERNEL_OBJ/modules.cpio.gz"
-}
-
 main() {
 	local key start target
 
@@ -216,7 +194,6 @@ main() {
 		grep -E 'error|Error' "$LOG" | tail -n 30 >&2 || true
 		die "kernel build failed; full log in $LOG"
 	fi
-	[ "$VARIANT" = system ] || modules_archive
 	if [ -n "$VARIANT" ]; then
 		echo "$key" > "$KEY_FILE"
 		msg "$VARIANT kernel built in $(( $(date +%s) - start ))s: $BZIMAGE"
