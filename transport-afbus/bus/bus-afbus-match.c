@@ -619,17 +619,22 @@ typedef struct
   dbus_uint64_t sender_addr;
 } KernelRule;
 
-/* nfdbus_list() callback: the first rule. */
+/* nfdbus_list() callback: the first rule.  It reads the whole dump (a
+ * callback's error would leave the rest of it in the netlink socket,
+ * for the next request to read). */
 static int
 first_rule (const struct nfdbus_rule_info *info,
             void                          *data)
 {
   KernelRule *r = data;
 
-  r->text = _dbus_strdup (info->rule);
-  r->has_sender_addr = info->has_sender_addr;
-  r->sender_addr = info->sender_addr;
-  return r->text != NULL ? -ECANCELED : -ENOMEM;
+  if (r->text == NULL)
+    {
+      r->text = _dbus_strdup (info->rule);
+      r->has_sender_addr = info->has_sender_addr;
+      r->sender_addr = info->sender_addr;
+    }
+  return 0;
 }
 
 /*
@@ -654,8 +659,11 @@ match_in_daemon (struct nfdbus           *nfdbus,
   int err;
 
   err = nfdbus_list (nfdbus, bus, &peer, first_rule, &r);
-  if (r.text == NULL)
-    return err < 0 && err != -ECANCELED ? err : -ENOENT;
+  if (err < 0 || r.text == NULL)
+    {
+      dbus_free (r.text);
+      return err < 0 ? err : -ENOENT;
+    }
   err = nfdbus_remove_match (nfdbus, bus, peer, r.text);
   if (err == 0)
     {
