@@ -52,11 +52,10 @@ write_conf() {
     <allow eavesdrop="true"/>
     <allow own="*"/>
 EOF
-		long=/com/example/ALongObjectPathForTheTestOfLargePolicies
 		i=0
 		while [ $i -lt "$4" ]; do
 			if [ "$5" = 1 ]; then
-				echo "    <deny send_path=\"$long/$i\" send_interface=\"com.example.Echo\" send_member=\"Echo\"/>"
+				echo "    <deny send_path=\"$(path 1 $i)\" send_interface=\"com.example.Echo\" send_member=\"Echo\"/>"
 			else
 				echo "    <deny send_path=\"/big/$i\"/>"
 			fi
@@ -98,10 +97,13 @@ service() {
 	wait_ready $D/svc-$1.out
 }
 
-# call ADDRESS PATH: dbus-send's output for a call to the echo service.
+# call ADDRESS PATH [DEST]: dbus-send's output for a call to the echo
+# service (DEST: its unique name, which an AF_BUS client calls directly
+# through the kernel; by default its well-known name, which goes through
+# the daemon first).
 call() {
 	timeout 20 dbus-send --bus="$1" --print-reply --reply-timeout=5000 \
-		--dest=com.example.Echo "$2" com.example.Echo.Echo string:hi 2>&1
+		--dest="${3:-com.example.Echo}" "$2" com.example.Echo.Echo string:hi 2>&1
 }
 
 kernel_denied='org\.freedesktop\.DBus\.Error\.AccessDenied: .*over AF_BUS: Operation not permitted'
@@ -124,12 +126,12 @@ expect_eq "... of the 1000 rules, the allow rule and the daemon's own" \
 	"rules 1003" "$(nfdbus-ctl policy-info "${AF#afbus:path=}" "$pol" | head -n 1)"
 d0=$(nfdbus-ctl stats | sed -n 's/^denied //p')
 expect_match "... the kernel denies a call the 1000th rule denies" \
-	"$kernel_denied" "$(call "$AF" /big/999)"
+	"$kernel_denied" "$(call "$AF" /big/999 "$svc")"
 expect_eq "... refused by the kernel (denied counter)" $((d0 + 1)) \
 	"$(nfdbus-ctl stats | sed -n 's/^denied //p')"
-expect_match "... and the first rule's" "$kernel_denied" "$(call "$AF" /big/0)"
+expect_match "... and the first rule's" "$kernel_denied" "$(call "$AF" /big/0 "$svc")"
 expect_match "... and lets a call no rule denies through" 'string "hi"' \
-	"$(call "$AF" /big/1000)"
+	"$(call "$AF" /big/1000 "$svc")"
 
 # 2. ReloadConfig with rules the kernel cannot hold: refused, the
 # configuration kept.
@@ -142,8 +144,9 @@ expect_match "ReloadConfig with 1000 rules of 64+ KiB fails with LimitsExceeded"
 expect_eq "... the service keeps its kernel policy" "$pol" \
 	"$(nfdbus-ctl peer-policy "${AF#afbus:path=}" "$(printf '0x%x' "0x${svc#:0.}")" 2>&1)"
 expect_match "... the old configuration still applies (no member rule)" \
-	'string "hi"' "$(call "$AF" /big/1000)"
-expect_match "... and denies what it denied" "$kernel_denied" "$(call "$AF" /big/999)"
+	'string "hi"' "$(call "$AF" /big/1000 "$svc")"
+expect_match "... and denies what it denied" "$kernel_denied" \
+	"$(call "$AF" /big/999 "$svc")"
 expect_match "... a new AF_BUS client's Hello succeeds" \
 	'string "org.freedesktop.DBus"' \
 	"$(timeout 20 dbus-send --bus="$AF" --print-reply --dest=org.freedesktop.DBus \
