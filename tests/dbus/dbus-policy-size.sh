@@ -32,40 +32,21 @@ path() {
 	fi
 }
 
-# write_conf FILE AF UX N LONG: a session configuration listening on AF
+# write_conf FILE AF UX N LONG: mixed_bus_config's configuration listening on AF
 # and UX whose default context denies calls of com.example.Echo.Echo to
 # the paths "path LONG 0" to "path LONG N-1" (the rules of the default
 # context: 2 allow, N deny; a short rule takes 44 bytes in the kernel's
 # request, a long one 128).
 write_conf() {
-	{
-		cat <<EOF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>$3</listen>
-  <listen>$2</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-EOF
-		i=0
-		while [ $i -lt "$4" ]; do
-			if [ "$5" = 1 ]; then
-				echo "    <deny send_path=\"$(path 1 $i)\" send_interface=\"com.example.Echo\" send_member=\"Echo\"/>"
-			else
-				echo "    <deny send_path=\"/big/$i\"/>"
-			fi
-			i=$((i + 1))
-		done
-		cat <<EOF
-  </policy>
-</busconfig>
-EOF
-	} >"$1.tmp"
+	i=0
+	while [ $i -lt "$4" ]; do
+		if [ "$5" = 1 ]; then
+			echo "<deny send_path=\"$(path 1 $i)\" send_interface=\"com.example.Echo\" send_member=\"Echo\"/>"
+		else
+			echo "<deny send_path=\"/big/$i\"/>"
+		fi
+		i=$((i + 1))
+	done | mixed_bus_config "$1.tmp" "$2" "$3" -
 	mv "$1.tmp" "$1"
 }
 
