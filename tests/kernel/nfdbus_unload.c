@@ -84,36 +84,6 @@ static int nfdbus_unload(void)
 	return errno;
 }
 
-/* A D-Bus method call from the first client (":0.1") of a fresh bus. */
-static struct nfd_blob unload_msg(struct __test_metadata *_metadata, int type,
-				  uint32_t serial, uint32_t reply_serial)
-{
-	struct nfd_blob out = { 0 };
-	DBusMessage *m;
-	char *data;
-	int len;
-
-	m = dbus_message_new(type);
-	ASSERT_NE(NULL, m);
-	ASSERT_TRUE(dbus_message_set_sender(m, ":0.1"));
-	if (type == DBUS_MESSAGE_TYPE_METHOD_CALL) {
-		ASSERT_TRUE(dbus_message_set_path(m, "/org/ex/Obj"));
-		ASSERT_TRUE(dbus_message_set_interface(m, "org.ex.Iface"));
-		ASSERT_TRUE(dbus_message_set_member(m, "Do"));
-	} else {
-		ASSERT_TRUE(dbus_message_set_reply_serial(m, reply_serial));
-	}
-	dbus_message_set_serial(m, serial);
-	ASSERT_TRUE(dbus_message_marshal(m, &data, &len));
-	dbus_message_unref(m);
-	out.data = malloc(len);
-	ASSERT_NE(NULL, out.data);
-	memcpy(out.data, data, len);
-	out.len = len;
-	dbus_free(data);
-	return out;
-}
-
 /* A bus of a worker thread: master, two joined clients (addresses 1, 2). */
 struct ubus {
 	int m;
@@ -264,8 +234,10 @@ FIXTURE_TEARDOWN(unload)
 static int probe_forged_reply(struct __test_metadata *_metadata,
 			      struct nfd_bus *b)
 {
-	struct nfd_blob r = unload_msg(_metadata,
-				       DBUS_MESSAGE_TYPE_METHOD_RETURN, 9, 99);
+	/* from the first client (":0.1") of a fresh bus */
+	struct nfd_blob r = nfd_call_msg(_metadata, ":0.1", NULL,
+					 DBUS_MESSAGE_TYPE_METHOD_RETURN, 9, 99,
+					 false);
 	char buf[512];
 	int err;
 
@@ -296,7 +268,8 @@ TEST_F_TIMEOUT(unload, while_buses_go_away, 900)
 	}
 	nfdbus_ko_path(path, sizeof(path));
 	ASSERT_EQ(0, access(path, R_OK)) TH_LOG("%s: %s", path, strerror(errno));
-	unload_call = unload_msg(_metadata, DBUS_MESSAGE_TYPE_METHOD_CALL, 5, 0);
+	unload_call = nfd_call_msg(_metadata, ":0.1", NULL,
+				   DBUS_MESSAGE_TYPE_METHOD_CALL, 5, 0, false);
 
 	for (cycle = 0; cycle < UNLOAD_CYCLES; cycle++) {
 		/* a probe bus with reply tracking, kept across the unload */
