@@ -113,6 +113,10 @@ typedef struct
   DBusConnection *accepted;     /**< A1: its accepted socket */
   int accepted_fd;              /**< A1's socket */
   char *name;                   /**< C1's unique name, key in relays */
+  dbus_bool_t daemon_matches;   /**< the daemon, not the kernel, matches
+                                 *   the multicasts C1 reads against the
+                                 *   legacy client's rules
+                                 *   (bus_afbus_legacy_match_in_daemon()) */
 } LegacyPair;
 
 /* The legacy clients' pairs (bus-afbus-state.h). */
@@ -337,7 +341,35 @@ refuse_fds (LegacyPair  *legacy,
   return DBUS_HANDLER_RESULT_HANDLED;
 }
 
-/* Everything C1 reads goes to the legacy client. */
+/* Whether the legacy client has a match rule for @message, a multicast
+ * C1 read, by the daemon's own matchmaker, as dbus-daemon decides: only
+ * once the kernel gives C1 every multicast
+ * (bus_afbus_legacy_match_in_daemon()).  A signal whose sender left
+ * already matches as dbus-daemon would match one from the bus (no rule
+ * naming another sender).  TRUE without memory: the client may get a
+ * signal it did not ask for, rather than lose one. */
+static dbus_bool_t
+legacy_matches (LegacyPair  *legacy,
+                DBusMessage *message)
+{
+  const char *sender = dbus_message_get_sender (message);
+  DBusList *recipients = NULL;
+  DBusConnection *peer;
+  dbus_bool_t found;
+
+  peer = sender != NULL && sender[0] == ':' ?
+         bus_afbus_owner (legacy->context, sender) : NULL;
+  if (!bus_matchmaker_get_recipients (bus_context_get_matchmaker (legacy->context),
+                                      bus_context_get_connections (legacy->context),
+                                      peer, NULL, message, &recipients))
+    return TRUE;
+  found = _dbus_list_remove (&recipients, legacy->connection);
+  _dbus_list_clear (&recipients);
+  return found;
+}
+
+/* Everything C1 reads goes to the legacy client (but multicasts its
+ * rules do not match, when the daemon matches them). */
 static DBusHandlerResult
 client_filter (DBusConnection *client,
                DBusMessage    *message,
@@ -365,7 +397,18 @@ client_filter (DBusConnection *client,
 
   /* From a peer, not through the daemon. */
   if (_dbus_afbus_message_get_addr (message, &peer))
-    peer_message (legacy, message);
+    {
+      if (legacy->daemon_matches &&
+          dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_SIGNAL &&
+          dbus_message_get_destination (message) == NULL &&
+          !legacy_matches (legacy, message))
+        {
+          dbus_connection_free_preallocated_send (legacy->connection,
+                                                  preallocated);
+          return DBUS_HANDLER_RESULT_HANDLED;
+        }
+      peer_message (legacy, message);
+    }
 
   dbus_connection_send_preallocated (legacy->connection, preallocated,
                                      message, NULL);
@@ -631,6 +674,31 @@ bus_afbus_legacy_is_relay (BusContext *context,
 }
 
 /** Where the daemon's messages to @p connection wait to be written. */
+/**
+ * From now on the daemon matches the multicasts the legacy client's C1
+ * reads against the client's match rules in its own matchmaker, as
+ * dbus-daemon does, and the kernel gives C1 every multicast
+ * (bus-afbus-match.c, once the kernel held NFDBUS_PEER_RULES_MAX of its
+ * rules): so a legacy client may have as many rules as the
+ * configuration's max_match_rules_per_connection, as on dbus-daemon.
+ */
+void
+bus_afbus_legacy_match_in_daemon (DBusConnection *connection)
+{
+  LegacyPair *legacy = legacy_get (connection);
+
+  if (legacy != NULL)
+    legacy->daemon_matches = TRUE;
+}
+
+dbus_bool_t
+bus_afbus_legacy_matches_in_daemon (DBusConnection *connection)
+{
+  LegacyPair *legacy = legacy_get (connection);
+
+  return legacy != NULL && legacy->daemon_matches;
+}
+
 DBusConnection *
 bus_afbus_legacy_outgoing (DBusConnection *connection)
 {
@@ -797,6 +865,17 @@ bus_afbus_legacy_detach (DBusConnection *connection)
 dbus_bool_t
 bus_afbus_legacy_is_relay (BusContext *context,
                            const char *name)
+{
+  return FALSE;
+}
+
+void
+bus_afbus_legacy_match_in_daemon (DBusConnection *connection)
+{
+}
+
+dbus_bool_t
+bus_afbus_legacy_matches_in_daemon (DBusConnection *connection)
 {
   return FALSE;
 }
