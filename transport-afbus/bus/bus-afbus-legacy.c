@@ -113,6 +113,8 @@ typedef struct
   DBusConnection *accepted;     /**< A1: its accepted socket */
   int accepted_fd;              /**< A1's socket */
   char *name;                   /**< C1's unique name, key in relays */
+  dbus_bool_t client_filtered;  /**< C1 has client_filter (setup_relay()) */
+  dbus_bool_t accepted_filtered; /**< A1 has accepted_filter */
   dbus_bool_t daemon_matches;   /**< the daemon, not the kernel, matches
                                  *   the multicasts C1 reads against the
                                  *   legacy client's rules
@@ -438,15 +440,19 @@ accepted_filter (DBusConnection *accepted,
   return DBUS_HANDLER_RESULT_HANDLED;
 }
 
+/* (@filtered: its filter was added; it is not when setup_relay() ran out
+ * of memory, and libdbus refuses to remove a filter it does not have) */
 static void
 close_relay (DBusConnection            *relay,
              DBusHandleMessageFunction  filter,
-             LegacyPair                *legacy)
+             LegacyPair                *legacy,
+             dbus_bool_t                filtered)
 {
   if (relay == NULL)
     return;
 
-  dbus_connection_remove_filter (relay, filter, legacy);
+  if (filtered)
+    dbus_connection_remove_filter (relay, filter, legacy);
   dbus_connection_close (relay);
   dbus_connection_set_watch_functions (relay, NULL, NULL, NULL, NULL, NULL);
   dbus_connection_set_timeout_functions (relay, NULL, NULL, NULL, NULL, NULL);
@@ -462,8 +468,10 @@ legacy_free (void *data)
   if (legacy->name != NULL)
     _dbus_hash_table_remove_string (bridge_of (legacy->context)->relays,
                                     legacy->name);
-  close_relay (legacy->client, client_filter, legacy);
-  close_relay (legacy->accepted, accepted_filter, legacy);
+  close_relay (legacy->client, client_filter, legacy,
+               legacy->client_filtered);
+  close_relay (legacy->accepted, accepted_filter, legacy,
+               legacy->accepted_filtered);
   dbus_free (legacy->name);
   dbus_free (legacy);
 }
@@ -536,7 +544,8 @@ trusted_source (dbus_uint64_t  source,
 static dbus_bool_t
 setup_relay (LegacyPair                *legacy,
              DBusConnection            *relay,
-             DBusHandleMessageFunction  filter)
+             DBusHandleMessageFunction  filter,
+             dbus_bool_t               *filtered)
 {
   DBusLoop *loop = bus_context_get_loop (legacy->context);
 
@@ -544,8 +553,11 @@ setup_relay (LegacyPair                *legacy,
   dbus_connection_set_dispatch_status_function (relay, dispatch_status,
                                                 loop, NULL);
 
-  if (!dbus_connection_add_filter (relay, filter, legacy, NULL) ||
-      !dbus_connection_set_watch_functions (relay, add_watch, remove_watch,
+  if (!dbus_connection_add_filter (relay, filter, legacy, NULL))
+    return FALSE;
+  *filtered = TRUE;
+
+  if (!dbus_connection_set_watch_functions (relay, add_watch, remove_watch,
                                             toggle_watch, loop, NULL) ||
       !dbus_connection_set_timeout_functions (relay, add_timeout,
                                               remove_timeout, NULL,
@@ -610,8 +622,10 @@ bus_afbus_legacy_attach (DBusConnection *connection,
   dbus_connection_set_max_received_size (legacy->client,
                                          bus_context_get_max_outgoing_bytes (context));
 
-  if (!setup_relay (legacy, legacy->client, client_filter) ||
-      !setup_relay (legacy, legacy->accepted, accepted_filter) ||
+  if (!setup_relay (legacy, legacy->client, client_filter,
+                    &legacy->client_filtered) ||
+      !setup_relay (legacy, legacy->accepted, accepted_filter,
+                    &legacy->accepted_filtered) ||
       !dbus_connection_set_data (connection, legacy_slot, legacy, legacy_free))
     goto oom;
 
