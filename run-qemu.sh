@@ -230,9 +230,14 @@ guest_counts() {
 # qemu, a panic and an unfinished run fail; a finished run's clean
 # kernel log counts as one test.
 guest_verdicts() {
-	local what=$1 rc=$2 bad
+	local what=$1 rc=$2 bad unit
 	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-		echo "FAIL: $what timed out after ${3}s ($4)"
+		# the test unit it was running, and that unit's last lines
+		unit=$(tr -d '\r' <"$LOG" | sed -n 's/^=== afbus: running //p' | tail -n 1)
+		echo "FAIL: $what timed out after ${3}s ($4) while running ${unit:-no test unit}"
+		[ -z "$unit" ] ||
+			tr -d '\r' <"$LOG" | sed -n "/^=== afbus: running $unit\$/,\$p" |
+			grep -v '^\[ *[0-9.]*\] ' | tail -n 15 | sed 's/^/  /'
 		failed=$((failed + 1))
 	elif [ "$rc" != 0 ]; then
 		echo "FAIL: qemu exited with status $rc"

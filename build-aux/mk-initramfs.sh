@@ -20,7 +20,8 @@
 #   the shared libraries (and dynamic loader) the binaries need
 #   /dev/console, /dev/null, /proc, /sys, /tmp, /root, /etc
 #   the D-Bus fork when it is built (build/dbus-stage): dbus-daemon,
-#   dbus-send, dbus-monitor, libdbus, the session bus configuration, and
+#   dbus-send, dbus-monitor, libdbus, the session bus configuration and
+#   the system bus's (the tests take its default policy), and
 #   the D-Bus tests: /tests/dbus/*.sh from tests/dbus/ and the programs
 #   they use from build/tests/dbus/ (in /usr/bin)
 #   the benchmark tools build/tests/bench/* (in /usr/bin) and
@@ -113,6 +114,8 @@ add_dbus() {
 	add_file "$DBUS_LIBDIR/$lib" "$DBUS_STAGE$DBUS_LIBDIR/$lib"
 	echo "slink $DBUS_LIBDIR/libdbus-1.so.3 $lib 0777 0 0" >>"$LIST"
 	add_file /usr/share/dbus-1/session.conf "$DBUS_STAGE/usr/share/dbus-1/session.conf" 0644
+	# (its policy, for the tests under the system bus's default policy)
+	add_file /usr/share/dbus-1/system.conf "$DBUS_STAGE/usr/share/dbus-1/system.conf" 0644
 	add_dir /usr/share/dbus-1/services
 	add_dir /etc/dbus-1
 	echo 0123456789abcdef0123456789abcdef >"$WORK/machine-id"

@@ -61,9 +61,8 @@
  *   send_type="method_return"/> a reply nobody awaits is denied, and
  *   with the session bus' <allow send_destination="*" eavesdrop="true"/>
  *   it is let through, and the receiving library drops it, as from
- *   dbus-daemon.  On a kernel without reply tracking every reply counts
- *   as requested there, and the allow rules go without
- *   NFDBUS_POLICY_F_REQUESTED_ONLY, which such a kernel does not know.
+ *   dbus-daemon.  (The daemon runs no AF_BUS bus on a kernel without
+ *   reply tracking: bus-afbus-match.c.)
  * - Receive rules that deny
  *   only eavesdropping are left out: the kernel's only eavesdropper is
  *   the daemon's tap, which gets every message; the daemon applies them
@@ -73,6 +72,8 @@
  *   counts) never makes it allow more: such an allow rule is left out,
  *   and such a deny rule loses that condition, so it denies more.
  * - own rules stay in the daemon, which handles RequestName.
+ * - Every policy ends with a rule of the daemon's own: no signal on its
+ *   interface org.freedesktop.DBus.AF_BUS between clients.
  *
  * A denied method call fails with EPERM in the caller's kernel send,
  * which its libdbus turns into an AccessDenied error; a denied signal is
@@ -289,8 +290,7 @@ translate_rule (BusContext                *context,
    * eavesdrop="true") skips unrequested ones */
   if (!rule->allow && !requested_reply)
     out->flags |= NFDBUS_POLICY_F_NOT_REPLIES;
-  if (rule->allow && requested_reply && !eavesdrop &&
-      bus_afbus_kernel_tracks_replies (context))
+  if (rule->allow && requested_reply && !eavesdrop)
     out->flags |= NFDBUS_POLICY_F_REQUESTED_ONLY;
   if (min_fds > 0 || max_fds < DBUS_MAXIMUM_MESSAGE_UNIX_FDS)
     exact = FALSE;
@@ -338,6 +338,18 @@ push_policy (BusContext      *context,
         }
       n += use;
     }
+
+  /* Last, so that nothing allows it: no client may send another a
+   * signal on the daemon's own interface, whose signals the libraries
+   * act on (bus_afbus_check_message() refuses any message on it that
+   * goes through the daemon).  A signal always has an interface, so
+   * this denies nothing else (a deny rule naming an interface would
+   * apply to a method call or reply without one). */
+  out[n].direction = NFDBUS_POLICY_SEND;
+  out[n].allow = 0;
+  out[n].type = DBUS_MESSAGE_TYPE_SIGNAL;
+  out[n].interface = DBUS_INTERFACE_AFBUS;
+  n++;
 
   err = nfdbus_set_policy (nfdbus, &pb->bus, id, out, n);
   dbus_free (out);

@@ -16,13 +16,17 @@
  * padded to SIZE bytes.  It prints
  *   "first-forwarded ADDR" (with FIRST-WAIT-MS; "none" if none came)
  *   "flushing" (all calls are sent or queued; it now flushes)
- *   "calls=N ok=N in-order=0|1 flush-ms=N flush-cpu-ms=N errors=N error=NAME"
+ *   "calls=N ok=N in-order=0|1 flush-ms=N flush-cpu-ms=N errors=N error=NAME
+ *    limits-exceeded=N ok-in-order=0|1"
  * where ok counts the replies holding their call's string, in-order
  * tells whether the replies came in the order of the calls,
  * flush-cpu-ms is the CPU time (user + system) the client used while it
  * flushed, errors counts the error replies and NAME is the name of the
- * last one ("-" if none).  Exit status 0 if every call got its reply in
- * order.
+ * last one ("-" if none), limits-exceeded counts the errors
+ * org.freedesktop.DBus.Error.LimitsExceeded, and ok-in-order tells
+ * whether the replies holding their call's string came in the order of
+ * their calls (errors aside).  Exit status 0 if every call got its
+ * reply in order.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +38,8 @@
 static const char *dest;
 static int got_forwarded;
 static dbus_uint64_t forwarded_addr;
-static int *order, n_order, ok, errors;
+static int *order, n_order, ok, errors, limits_exceeded;
+static int last_ok = -1, ok_in_order = 1;
 static char error_name[256] = "-";
 static size_t size;
 
@@ -82,8 +87,13 @@ static void replied(DBusPendingCall *pending, void *data)
 	if (r && dbus_message_get_args(r, NULL, DBUS_TYPE_STRING, &s, DBUS_TYPE_INVALID) &&
 	    strcmp(s, buf) == 0) {
 		ok++;
+		if (n < last_ok)
+			ok_in_order = 0;
+		last_ok = n;
 	} else if (r && dbus_message_get_type(r) == DBUS_MESSAGE_TYPE_ERROR) {
 		errors++;
+		if (dbus_message_is_error(r, DBUS_ERROR_LIMITS_EXCEEDED))
+			limits_exceeded++;
 		snprintf(error_name, sizeof(error_name), "%s", dbus_message_get_error_name(r));
 	} else {
 		fprintf(stderr, "call %d: bad reply\n", n);
@@ -208,8 +218,10 @@ int main(int argc, char **argv)
 		if (order[i] != i)
 			in_order = 0;
 
-	printf("calls=%d ok=%d in-order=%d flush-ms=%ld flush-cpu-ms=%ld errors=%d error=%s\n",
-	       count, ok, in_order, flush_ms, flush_cpu, errors, error_name);
+	printf("calls=%d ok=%d in-order=%d flush-ms=%ld flush-cpu-ms=%ld errors=%d error=%s"
+	       " limits-exceeded=%d ok-in-order=%d\n",
+	       count, ok, in_order, flush_ms, flush_cpu, errors, error_name,
+	       limits_exceeded, ok_in_order);
 	dbus_connection_close(c);
 	dbus_connection_unref(c);
 	return (ok == count && in_order) ? 0 : 1;

@@ -185,6 +185,7 @@ static int serve(const char *name)
 				}
 			} else if (dbus_message_is_method_call(m, IFACE, "Twice")) {
 				DBusMessage *r = dbus_message_new_method_return(m);
+				DBusMessage *copy;
 				const char *s = "first";
 				char *buf;
 				int len;
@@ -194,9 +195,19 @@ static int serve(const char *name)
 				    !dbus_connection_send(c, r, NULL))
 					die("Twice", NULL);
 				dbus_connection_flush(c);
-				/* the reply as it went out: SENDER and serial set */
-				if (!dbus_message_marshal(r, &buf, &len))
+				/* the reply as it went out: its serial, and our
+				 * SENDER, which the library writes without
+				 * editing the message (so on a copy here) */
+				copy = dbus_message_copy(r);
+				/* (a copy's serial is 0) */
+				if (copy)
+					dbus_message_set_serial(copy,
+						dbus_message_get_serial(r));
+				if (!copy || !dbus_message_set_sender(copy,
+						dbus_bus_get_unique_name(c)) ||
+				    !dbus_message_marshal(copy, &buf, &len))
 					die("marshal", NULL);
+				dbus_message_unref(copy);
 				say("replay", send_raw_bytes(buf, len,
 							     dbus_message_get_sender(m)));
 				dbus_free(buf);

@@ -3,13 +3,15 @@
 # dbus-daemon --address with a configuration that lists an afbus:
 # address, a bare afbus: (the session bus), and afbus:runtime=yes; the
 # other keys (abstract=, dir=, tmpdir=) and wrong addresses; and
-# dbus-cleanup-sockets beside live and dead buses.  Upstream's --address
-# replaces the configuration's <listen> addresses; the fork keeps the afbus: ones (systemd starts the buses
-# with --address=systemd:, and cannot make an AF_BUS bus), unless
-# --address is an afbus: address itself.  The configuration's other
-# addresses are replaced as upstream does.  On a kernel without AF_BUS
-# (the LD_PRELOAD shim of dbus-nokernel.sh) the afbus: address is
-# skipped with one warning and the --address one is served.
+# dbus-cleanup-sockets beside live and dead buses.  --address replaces
+# the configuration's <listen> addresses, the afbus: ones too, as
+# upstream's does (only --address=systemd:, systemd's socket activation,
+# which cannot make an AF_BUS bus, keeps them: the system guest's
+# buses).  A daemon never takes a live bus's address: not its path, not
+# its address file (afbus:file=, afbus:runtime=yes), and does not
+# remove them when it exits.  On a kernel without AF_BUS (the LD_PRELOAD
+# shim of dbus-nokernel.sh) the afbus: address is skipped with one
+# warning and the others are served.
 . /usr/libexec/afbus/dbus-test-lib.sh
 cd /tmp
 
@@ -50,23 +52,73 @@ stop() {
 	rm -f $D/conf.afbus $D/conf.sock $D/cmd.sock
 }
 
-# 1. --address=unix:...: that socket and the configuration's AF_BUS bus,
-# not the configuration's unix socket.
+# daemon_conf [ENV...]: dbus-daemon with $CONF and no --address, as
+# daemon.
+daemon_conf() {
+	rm -f $D/out $D/addr
+	env "$@" dbus-daemon --config-file="$CONF" --nofork \
+		--print-address=3 >$D/out 2>&1 3>$D/addr &
+	BUS_PID=$!
+	_pids="$_pids $BUS_PID"
+	wait_for_line $D/addr guid
+}
+
+# 1. --address=unix:...: that socket alone, as upstream: not the
+# configuration's unix socket, nor its AF_BUS bus.
 daemon "unix:path=$D/cmd.sock"
 check "--address=unix: the daemon listens on that socket" test -S $D/cmd.sock
-check "... and on the configuration's AF_BUS bus (its file written)" test -s $D/conf.afbus
-check "... but not on the configuration's unix socket" test ! -e $D/conf.sock
-# (dbus-daemon gives its addresses last listened first: the AF_BUS one,
-# which the fork's clients then try first)
-expect_match "... and prints both addresses, the AF_BUS one first" \
-	"^afbus:path=$D/dbus-afbus-[^,]+,guid=[0-9a-f]+;unix:path=$D/cmd.sock,guid=[0-9a-f]+\$" \
-	"$(cat $D/addr)"
-id_ux=$(bus_id "unix:path=$D/cmd.sock")
-id_af=$(bus_id "$AF")
-expect_match "a client reaches it through the unix socket" '^[0-9a-f]{32}$' "$id_ux"
-expect_eq "... and the same bus through the AF_BUS file" "$id_ux" "$id_af"
+check "... not on the configuration's AF_BUS bus (no file written)" test ! -e $D/conf.afbus
+check "... nor on the configuration's unix socket" test ! -e $D/conf.sock
+expect_match "... and prints that address alone" \
+	"^unix:path=$D/cmd.sock,guid=[0-9a-f]+\$" "$(cat $D/addr)"
+expect_match "a client reaches it through the unix socket" '^[0-9a-f]{32}$' \
+	"$(bus_id "unix:path=$D/cmd.sock")"
 expect_eq "... no warning in the daemon's output" "" "$(cat $D/out)"
 stop
+
+# A bus runs at the configuration's addresses (a session's bus); a
+# second daemon with the same configuration and --address=unix: (a test
+# bus started inside that session) leaves its AF_BUS address alone,
+# while it runs and when it exits.
+daemon_conf
+main_pid=$BUS_PID
+main_file=$(cat $D/conf.afbus 2>&1)
+id_main=$(bus_id "$AF")
+expect_match "a bus at the configuration's addresses" '^[0-9a-f]{32}$' "$id_main"
+daemon "unix:path=$D/cmd.sock"
+check "... a second daemon, --address=unix:, runs" kill -0 $BUS_PID
+expect_eq "... the first bus's AF_BUS file is unchanged" "$main_file" \
+	"$(cat $D/conf.afbus 2>&1)"
+kill $BUS_PID
+wait $BUS_PID 2>/dev/null
+expect_eq "... and still there, unchanged, once the second daemon exited" \
+	"$main_file" "$(cat $D/conf.afbus 2>&1)"
+expect_eq "... clients reach the first bus through it" "$id_main" "$(bus_id "$AF")"
+# A second daemon whose configuration lists that very file, or the
+# bus's path, takes neither: AddressInUse, skipped with a warning, its
+# other address served; the first bus keeps both.
+CONF2=$D/second.conf
+for second in "$AF" "afbus:path=$main_file"; do
+	mixed_bus_config "$CONF2" "$second" "unix:path=$D/cmd.sock"
+	CONF1=$CONF CONF=$CONF2
+	daemon_conf
+	CONF=$CONF1
+	expect_match "a second daemon on $second: skipped (AddressInUse), says why" \
+		"Not listening on $second: .*live AF_BUS bus" "$(cat $D/out)"
+	expect_match "... it serves its other address alone" \
+		"^unix:path=$D/cmd.sock,guid=[0-9a-f]+\$" "$(cat $D/addr)"
+	kill $BUS_PID
+	wait $BUS_PID 2>/dev/null
+	rm -f $D/cmd.sock
+	expect_eq "... the first bus's file is unchanged once it exited" \
+		"$main_file" "$(cat $D/conf.afbus 2>&1)"
+	check "... its socket is there" test -S "$main_file"
+	expect_eq "... and clients still reach the first bus" "$id_main" "$(bus_id "$AF")"
+done
+kill $main_pid
+wait $main_pid 2>/dev/null
+check "... which removes its file and its bus when it exits" \
+	test ! -e $D/conf.afbus -a ! -e "$main_file"
 
 # 2. --address=afbus:...: that bus alone (one AF_BUS address per bus).
 daemon "afbus:path=$D/cmd.bus"
@@ -77,15 +129,16 @@ check "... not on the configuration's AF_BUS bus" test ! -e $D/conf.afbus
 expect_match "... which clients reach" '^[0-9a-f]{32}$' "$(bus_id "afbus:path=$D/cmd.bus")"
 stop
 
-# 3. No AF_BUS in the kernel: the --address socket alone, one warning.
-daemon "unix:path=$D/cmd.sock" AFBUS_NOKERNEL=afbus LD_PRELOAD=/usr/bin/afbus-nokernel.so
-check "no AF_BUS: the daemon runs and listens on the --address socket" \
-	sh -c "kill -0 $BUS_PID && [ -S $D/cmd.sock ]"
-expect_match "... prints that address alone" "^unix:path=$D/cmd.sock,guid=[0-9a-f]+\$" \
+# 3. No AF_BUS in the kernel: the configuration's unix socket alone,
+# one warning.
+daemon_conf AFBUS_NOKERNEL=afbus LD_PRELOAD=/usr/bin/afbus-nokernel.so
+check "no AF_BUS: the daemon runs and listens on the unix socket" \
+	sh -c "kill -0 $BUS_PID && [ -S $D/conf.sock ]"
+expect_match "... prints that address alone" "^unix:path=$D/conf.sock,guid=[0-9a-f]+\$" \
 	"$(cat $D/addr)"
 expect_eq "... logs one warning about AF_BUS" 1 "$(grep -Eic 'af_bus|afbus' $D/out)"
 expect_match "... which names the address it skipped" "Not listening on $AF: " "$(cat $D/out)"
-expect_match "... and serves clients" '^[0-9a-f]{32}$' "$(bus_id "unix:path=$D/cmd.sock")"
+expect_match "... and serves clients" '^[0-9a-f]{32}$' "$(bus_id "unix:path=$D/conf.sock")"
 stop
 
 # 4. A bare afbus: in the configuration (the session bus'
@@ -97,33 +150,34 @@ RUN=$D/run
 mkdir -p $RUN
 CONF=$BARE
 
-# Under --address (systemd's user bus) it is afbus:runtime=yes: the bus
-# is named in $XDG_RUNTIME_DIR/bus.afbus, where clients find it.
+# The user bus of a session listens on afbus:runtime=yes (under
+# systemd: --address=systemd:, whose bare afbus: becomes runtime=yes;
+# the system guest's tests).  A daemon started in that session with
+# --address=unix: listens on neither its afbus: nor runtime=yes, and
+# leaves $XDG_RUNTIME_DIR/bus.afbus to the user bus.
+USER_CONF=$D/user.conf
+mixed_bus_config "$USER_CONF" "afbus:runtime=yes" "unix:path=$D/user.sock"
+XDG_RUNTIME_DIR=$RUN dbus-daemon --config-file="$USER_CONF" --nofork >$D/user.out 2>&1 &
+user_pid=$!
+_pids="$_pids $user_pid"
+wait_for_line $RUN/bus.afbus dbus-afbus
+user_file=$(cat $RUN/bus.afbus 2>&1)
+id_user=$(XDG_RUNTIME_DIR=$RUN bus_id "afbus:runtime=yes")
+expect_match "a user bus at afbus:runtime=yes" '^[0-9a-f]{32}$' "$id_user"
 daemon "unix:path=$D/cmd.sock" XDG_RUNTIME_DIR=$RUN
-check "bare afbus: under --address: the daemon writes \$XDG_RUNTIME_DIR/bus.afbus" \
-	test -s $RUN/bus.afbus
-expect_match "... naming a fresh bus in \$XDG_RUNTIME_DIR" "^$RUN/dbus-afbus-[A-Za-z0-9]+\$" \
-	"$(cat $RUN/bus.afbus 2>&1)"
-expect_match "... whose address it prints first" \
-	"^afbus:path=$RUN/dbus-afbus-[^,]+,guid=[0-9a-f]+;unix:path=$D/cmd.sock,guid=[0-9a-f]+\$" \
-	"$(cat $D/addr)"
-id_ux=$(bus_id "unix:path=$D/cmd.sock")
-id_rt=$(XDG_RUNTIME_DIR=$RUN bus_id "afbus:runtime=yes;unix:path=$D/nonexistent")
-expect_match "a client reaches it through the unix socket" '^[0-9a-f]{32}$' "$id_ux"
-expect_eq "... and the same bus through afbus:runtime=yes" "$id_ux" "$id_rt"
-expect_eq "... no warning in the daemon's output" "" "$(cat $D/out)"
-stop
-check "... which removes bus.afbus when it exits" test ! -e $RUN/bus.afbus
-
-# Without $XDG_RUNTIME_DIR it has no runtime directory: one warning.
-daemon "unix:path=$D/cmd.sock" -u XDG_RUNTIME_DIR
-expect_match "no XDG_RUNTIME_DIR: the daemon serves the --address socket alone" \
+expect_match "bare afbus: under --address=unix: the daemon listens on that socket alone" \
 	"^unix:path=$D/cmd.sock,guid=[0-9a-f]+\$" "$(cat $D/addr)"
-expect_eq "... logs one warning about AF_BUS" 1 "$(grep -Eic 'af_bus|afbus' $D/out)"
-expect_match "... which says why" \
-	'Not listening on afbus:runtime=yes: afbus:runtime=yes needs "XDG_RUNTIME_DIR", which is not set' \
-	"$(cat $D/out)"
+expect_eq "... no warning in the daemon's output" "" "$(cat $D/out)"
+expect_eq "... the user bus's bus.afbus is unchanged" "$user_file" \
+	"$(cat $RUN/bus.afbus 2>&1)"
 stop
+expect_eq "... and still there once that daemon exited" "$user_file" \
+	"$(cat $RUN/bus.afbus 2>&1)"
+expect_eq "... the user bus still reachable at afbus:runtime=yes" "$id_user" \
+	"$(XDG_RUNTIME_DIR=$RUN bus_id "afbus:runtime=yes")"
+kill $user_pid
+wait $user_pid 2>/dev/null
+check "... which removes bus.afbus when it exits" test ! -e $RUN/bus.afbus
 
 # Without --address (dbus-run-session, dbus-launch): a fresh bus whose
 # address only the daemon's output tells, printed first; no file.

@@ -41,8 +41,8 @@ expect_match "afbus: without path, abstract, file or runtime is a bad address" \
 # dbus/0007), and keeps it out of its Interfaces property.
 out=$(timeout 20 dbus-send --session --print-reply=literal --dest=org.freedesktop.DBus \
 	/org/freedesktop/DBus org.freedesktop.DBus.Introspectable.Introspect 2>&1 | tr -d '\n ')
-expect_match "Introspect shows org.freedesktop.DBus.AF_BUS: WatchPeer (s), UnwatchPeer (s), Forwarded (s, t, u, s, s), PeerGone (s) and ReplyTimeout (i)" \
-	'<interfacename="org.freedesktop.DBus.AF_BUS"><methodname="WatchPeer"><argdirection="in"type="s"/></method><methodname="UnwatchPeer"><argdirection="in"type="s"/></method><signalname="Forwarded"><argtype="s"name="name"/><argtype="t"name="address"/><argtype="u"name="serial"/><argtype="s"name="callee"/><argtype="s"name="owner"/></signal><signalname="PeerGone"><argtype="s"name="name"/></signal><signalname="ReplyTimeout"><argtype="i"name="milliseconds"/></signal></interface>' \
+expect_match "Introspect shows org.freedesktop.DBus.AF_BUS: WatchPeer (s), UnwatchPeer (s), Forwarded (s, t, u, s, s), ForwardedLost (u), PeerGone (s) and ReplyTimeout (i)" \
+	'<interfacename="org.freedesktop.DBus.AF_BUS"><methodname="WatchPeer"><argdirection="in"type="s"/></method><methodname="UnwatchPeer"><argdirection="in"type="s"/></method><signalname="Forwarded"><argtype="s"name="name"/><argtype="t"name="address"/><argtype="u"name="serial"/><argtype="s"name="callee"/><argtype="s"name="owner"/></signal><signalname="ForwardedLost"><argtype="u"name="count"/></signal><signalname="PeerGone"><argtype="s"name="name"/></signal><signalname="ReplyTimeout"><argtype="i"name="milliseconds"/></signal></interface>' \
 	"$out"
 out=$(timeout 20 dbus-send --session --print-reply --dest=org.freedesktop.DBus \
 	/org/freedesktop/DBus org.freedesktop.DBus.Properties.Get \
@@ -110,10 +110,12 @@ expect_match "Forwarded hidden from the application, yet 30 calls by name answer
 
 # A peer cannot forge the daemon's Forwarded: while a client calls
 # com.example.Echo by name, another client sends it a Forwarded that
-# puts the name at the address of another service (Decoy).  The client's library acts
-# only on the daemon's: the signal reaches the application as any peer's
-# would (forwarded=1, counted by its filter) and every call is still
-# answered by Echo's owner.
+# puts the name at the address of another service (Decoy).  The kernel
+# refuses it (every client's policy denies signals on the daemon's
+# interface org.freedesktop.DBus.AF_BUS between clients), so neither the
+# library nor the application gets it (forwarded=0, counted by its
+# filter), and every call is still answered by Echo's owner.  (The
+# library would act only on the daemon's own, from address 0.)
 bg afbus-echo-service com.example.Decoy >/tmp/decoy.out 2>&1
 wait_ready /tmp/decoy.out
 decoy=$(timeout 30 afbus-flood-client com.example.Decoy 1 0 5000 2>&1 |
@@ -128,8 +130,8 @@ timeout 20 dbus-send --session --type=signal --dest="$victim_client" \
 	string:com.example.Echo uint64:$((0x${decoy:-0})) uint32:0 string: string: \
 	>/tmp/forger.out 2>&1
 wait_exit $forge_pid
-expect_match "a Forwarded forged by another client (Decoy's address $decoy): delivered as a peer's signal, ignored by the library; Echo answered all 60 calls" \
-	"^calls=60 ok=60 errors=0 forwarded=1 owners=$svc\$" "$(grep -v '^answered\|^unique' /tmp/forge.out)"
+expect_match "a Forwarded forged by another client (Decoy's address $decoy): refused by the kernel; Echo answered all 60 calls" \
+	"^calls=60 ok=60 errors=0 forwarded=0 owners=$svc\$" "$(grep -v '^answered\|^unique' /tmp/forge.out)"
 
 out=$(timeout 20 dbus-send --session --print-reply --dest=com.example.Nobody / \
 	com.example.Echo.Echo string:x 2>&1)

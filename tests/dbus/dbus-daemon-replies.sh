@@ -89,6 +89,27 @@ expect_eq "4 calls to a legacy callee that then exits: no NoReply afterwards" \
 	"calls=4 ok=4 errors=0 stray=0" "$(printf '%s\n' "$out" | tail -n 1)"
 show "$out"
 
+# A caller over max_replies_per_connection through the daemon: the
+# kernel counts the calls the daemon relays against their caller and
+# refuses the relay of its fifth call awaiting a reply (EDQUOT); the
+# daemon answers that call LimitsExceeded at once and logs it, as
+# dbus-daemon does (before, it dropped it and the caller waited for its
+# own timeout).  The flooder's 20 calls all go through the daemon (sent
+# before any Forwarded is read); the callee stalls 3 s, then answers the
+# first 4; the flooder's own wait is 120 s (timeout 60 here).
+bg sh -c "exec afbus-echo-service com.example.DE >$D/de.out 2>&1"
+check "a service owns com.example.DE" wait_for_name com.example.DE
+out=$(timeout 60 afbus-flood-client com.example.DE 20 3000 2>&1)
+printf '%s\n' "$out" | grep '^calls=' | sed 's/^/# /'
+expect_match "20 calls through the daemon to a stalled callee (limit 4): the first 4 answered, in order" \
+	'^calls=20 ok=4 .* ok-in-order=1$' "$out"
+expect_match "... the other 16 answered LimitsExceeded, none left to the caller's timeout" \
+	'^calls=20 .* errors=16 error=org\.freedesktop\.DBus\.Error\.LimitsExceeded limits-exceeded=16 ' "$out"
+expect_eq "... by the daemon, which logged each as dbus-daemon does" 16 \
+	"$(count_lines $D/bus.conf.out 'pending replies for ".*" \(.*\) has been reached \(max_replies_per_connection=4\)')"
+expect_match "... then another client's calls to the callee are answered" \
+	'^calls=5 ok=5 errors=0 ' "$(timeout 60 afbus-echo-client com.example.DE 5 2>&1)"
+
 out=$(timeout 20 dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
 	org.freedesktop.DBus.ListNames 2>&1)
 expect_match "the daemon still answers" 'string "com.example.DC.n59"' "$out"

@@ -8,7 +8,8 @@
 # (and, where said, a client) runs with the LD_PRELOAD shim
 # afbus-nokernel.so (tests/dbus/lib/afbus-nokernel.c): AFBUS_NOKERNEL=afbus
 # makes socket(AF_BUS) fail with EAFNOSUPPORT, AFBUS_NOKERNEL=nfdbus makes
-# the kernel answer ENOENT when libnfdbus looks up the nfdbus family.
+# the kernel answer ENOENT when libnfdbus looks up the nfdbus family,
+# AFBUS_NOKERNEL=replies makes it refuse reply tracking (EINVAL).
 . /usr/libexec/afbus/dbus-test-lib.sh
 cd /tmp
 
@@ -83,8 +84,10 @@ unix_bus_works() {
 		'string "hi"' "$out"
 }
 
-# A kernel without AF_BUS, and one without nfdbus: the same config.
-for what in afbus nfdbus; do
+# A kernel without AF_BUS, one without nfdbus, and one whose nfdbus does
+# not track replies (the daemon runs no AF_BUS bus where clients could
+# send each other replies nobody asked for): the same config.
+for what in afbus nfdbus replies; do
 	CONF=$D/mixed-$what.conf
 	AF=afbus:file=$D/bus-$what.afbus
 	UX=unix:path=$D/bus-$what.sock
@@ -92,7 +95,8 @@ for what in afbus nfdbus; do
 	nokernel_daemon $what "$CONF"
 	case $what in
 	afbus) why='Failed to create an AF_BUS socket.*no AF_BUS' ;;
-	nfdbus) why='cannot filter signals nor enforce the bus policy.*nfdbus: .*No such file' ;;
+	nfdbus) why='cannot filter signals, check senders, enforce the bus policy nor track replies.*nfdbus: .*No such file' ;;
+	replies) why='cannot filter signals, check senders, enforce the bus policy nor track replies.*reply tracking.*Invalid argument' ;;
 	esac
 	unix_bus_works "no $what" $what "$AF" "$UX" "$why"
 	kill $BUS_PID 2>/dev/null
@@ -101,7 +105,7 @@ done
 
 # A configuration with the AF_BUS address alone cannot serve anybody
 # there: the daemon does not start, and says why.
-for what in afbus nfdbus; do
+for what in afbus nfdbus replies; do
 	CONF=$D/only-$what.conf
 	cat >"$CONF" <<EOF
 <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"

@@ -984,6 +984,11 @@ static void recv_room(struct thread_ctx *t, int fd, struct msghdr *msg,
 	if (!(msg->msg_flags & MSG_ERRQUEUE) ||
 	    n > (ssize_t)sizeof(a) ||
 	    (n < (ssize_t)sizeof(a) && !(msg->msg_flags & MSG_TRUNC))) {
+		if (fd == t->fd && !same_bus_socket(t)) {
+			/* a close race, as in check(): not this socket's */
+			__atomic_add_fetch(&sh->raced, 1, __ATOMIC_RELAXED);
+			return;
+		}
 		count(&sh->room_bad);
 		report("worker thread %u: a room notification of %zd bytes, flags %#x",
 		       t->idx, n, msg->msg_flags);

@@ -1202,6 +1202,24 @@ static void append_args(struct rng *r, DBusMessageIter *it)
 }
 
 /* A valid D-Bus message from random fields, in buf; 0 if none. */
+/* Marshals m into buf (0 when it does not fit) and frees it. */
+static size_t marshal_into(DBusMessage *m, unsigned char *buf, size_t size)
+{
+	size_t n = 0;
+	char *data;
+	int len;
+
+	if (dbus_message_marshal(m, &data, &len)) {
+		if ((size_t)len <= size) {
+			memcpy(buf, data, len);
+			n = len;
+		}
+		dbus_free(data);
+	}
+	dbus_message_unref(m);
+	return n;
+}
+
 static size_t valid_message(struct rng *r, unsigned char *buf, size_t size)
 {
 	static const int types[] = {
@@ -1209,8 +1227,8 @@ static size_t valid_message(struct rng *r, unsigned char *buf, size_t size)
 		DBUS_MESSAGE_TYPE_SIGNAL, DBUS_MESSAGE_TYPE_METHOD_CALL,
 		DBUS_MESSAGE_TYPE_METHOD_RETURN, DBUS_MESSAGE_TYPE_ERROR,
 	};
-	int type = PICK(r, types), len;
-	char v[300], *data;
+	int type = PICK(r, types);
+	char v[300];
 	DBusMessageIter it;
 	DBusMessage *m;
 	size_t n = 0;
@@ -1246,14 +1264,7 @@ static size_t valid_message(struct rng *r, unsigned char *buf, size_t size)
 	dbus_message_iter_init_append(m, &it);
 	append_args(r, &it);
 	dbus_message_set_serial(m, 1 + below(r, 0x7fffffff));
-	if (dbus_message_marshal(m, &data, &len)) {
-		if ((size_t)len <= size) {
-			memcpy(buf, data, len);
-			n = len;
-		}
-		dbus_free(data);
-	}
-	dbus_message_unref(m);
+	n = marshal_into(m, buf, size);
 	if (n && chance(r, 25)) {
 		size_t big = to_big(buf, n, size);
 
@@ -1461,9 +1472,6 @@ static size_t relay_message(unsigned char *buf, size_t size, int type,
 {
 	char sender[32];
 	DBusMessage *m;
-	size_t n = 0;
-	char *data;
-	int len;
 
 	m = dbus_message_new(type);
 	if (!m)
@@ -1478,15 +1486,7 @@ static size_t relay_message(unsigned char *buf, size_t size, int type,
 		dbus_message_set_reply_serial(m, reply_serial);
 	}
 	dbus_message_set_serial(m, serial);
-	if (dbus_message_marshal(m, &data, &len)) {
-		if ((size_t)len <= size) {
-			memcpy(buf, data, len);
-			n = len;
-		}
-		dbus_free(data);
-	}
-	dbus_message_unref(m);
-	return n;
+	return marshal_into(m, buf, size);
 }
 
 /*

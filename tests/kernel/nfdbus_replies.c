@@ -31,11 +31,12 @@ FIXTURE_TEARDOWN(replies)
 	nfd_teardown(&self->b);
 }
 
-/* A D-Bus message as peer from's library would marshal it. */
-static struct nfd_blob msg(struct __test_metadata *_metadata,
-			   struct nfd_bus *b, int from, int type,
-			   uint32_t serial, uint32_t reply_serial,
-			   bool no_reply)
+/* A D-Bus message as peer from's library would marshal it, with a
+ * DESTINATION when dest is not NULL. */
+static struct nfd_blob msg_dest(struct __test_metadata *_metadata,
+				struct nfd_bus *b, int from, int type,
+				uint32_t serial, uint32_t reply_serial,
+				bool no_reply, const char *dest)
 {
 	struct nfd_blob out = { 0 };
 	char sender[32];
@@ -48,6 +49,8 @@ static struct nfd_blob msg(struct __test_metadata *_metadata,
 	m = dbus_message_new(type);
 	ASSERT_NE(NULL, m);
 	ASSERT_TRUE(dbus_message_set_sender(m, sender));
+	if (dest)
+		ASSERT_TRUE(dbus_message_set_destination(m, dest));
 	if (type == DBUS_MESSAGE_TYPE_METHOD_CALL) {
 		ASSERT_TRUE(dbus_message_set_path(m, "/org/ex/Obj"));
 		ASSERT_TRUE(dbus_message_set_interface(m, "org.ex.Iface"));
@@ -68,6 +71,15 @@ static struct nfd_blob msg(struct __test_metadata *_metadata,
 	out.len = len;
 	dbus_free(data);
 	return out;
+}
+
+static struct nfd_blob msg(struct __test_metadata *_metadata,
+			   struct nfd_bus *b, int from, int type,
+			   uint32_t serial, uint32_t reply_serial,
+			   bool no_reply)
+{
+	return msg_dest(_metadata, b, from, type, serial, reply_serial,
+			no_reply, NULL);
 }
 
 /* Peer from sends m to peer to's address: 0 or the errno. */
@@ -367,37 +379,8 @@ static struct nfd_blob msg_to(struct __test_metadata *_metadata,
 			      uint32_t serial, uint32_t reply_serial,
 			      const char *dest)
 {
-	struct nfd_blob out = { 0 };
-	char sender[32];
-	DBusMessage *m;
-	char *data;
-	int len;
-
-	snprintf(sender, sizeof(sender), ":0.%llx",
-		 (unsigned long long)b->p[from].addr);
-	m = dbus_message_new(type);
-	ASSERT_NE(NULL, m);
-	ASSERT_TRUE(dbus_message_set_sender(m, sender));
-	ASSERT_TRUE(dbus_message_set_destination(m, dest));
-	if (type == DBUS_MESSAGE_TYPE_METHOD_CALL) {
-		ASSERT_TRUE(dbus_message_set_path(m, "/org/ex/Obj"));
-		ASSERT_TRUE(dbus_message_set_interface(m, "org.ex.Iface"));
-		ASSERT_TRUE(dbus_message_set_member(m, "Do"));
-	} else {
-		if (type == DBUS_MESSAGE_TYPE_ERROR)
-			ASSERT_TRUE(dbus_message_set_error_name(m,
-							"org.ex.Error"));
-		ASSERT_TRUE(dbus_message_set_reply_serial(m, reply_serial));
-	}
-	dbus_message_set_serial(m, serial);
-	ASSERT_TRUE(dbus_message_marshal(m, &data, &len));
-	dbus_message_unref(m);
-	out.data = malloc(len);
-	ASSERT_NE(NULL, out.data);
-	memcpy(out.data, data, len);
-	out.len = len;
-	dbus_free(data);
-	return out;
+	return msg_dest(_metadata, b, from, type, serial, reply_serial,
+			false, dest);
 }
 
 static const char *unique(struct nfd_bus *b, int i, char *buf, size_t len)

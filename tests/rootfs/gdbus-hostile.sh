@@ -7,9 +7,12 @@
 #  - a peer (dbus-python on the fork's libdbus, uid 65534) sends a GDBus
 #    caller the daemon's own signals, org.freedesktop.DBus.AF_BUS.PeerGone
 #    for the callee, ReplyTimeout (1 ms) and Forwarded, straight through
-#    the kernel while its call waits: GDBus acts on them only from the
-#    bus master (address 0), so the call gets its real answer, not
-#    NoReply;
+#    the kernel while its call waits: the interface is the bus's own
+#    (issue 35), the kernel policy the daemon sets denies such signals
+#    between clients (its denied counter goes up by 3; the sender's
+#    libdbus drops a refused signal silently, as a denied signal is not
+#    reported), so the call gets its real answer, not NoReply (GDBus
+#    would act on them only from the bus master, address 0, anyway);
 #  - a forged reply to that call is refused by the kernel (reply
 #    tracking), and the call still gets its answer;
 #  - a caller that stops reading (afbus-slow-caller, uid 65534) fills its
@@ -76,15 +79,20 @@ forged() {
 	wait_for_line /tmp/gh-caller.out '^caller '
 	_c=$(sed -n 's/^caller //p' /tmp/gh-caller.out)
 	sleep 0.3
+	_d0=$(nfdbus-ctl stats | sed -n 's/^denied //p')
 	as_nobody /tmp/gh-forge.out "python3 /tmp/gh-forge.py '$AF' '$_c' '$svc' 1"
 	wait $!
+	_d1=$(nfdbus-ctl stats | sed -n 's/^denied //p')
 	wait_exit $_caller
 	cat /tmp/gh-caller.out /tmp/gh-forge.out
+	echo "denied $((_d1 - _d0))"
 }
 
 out=$(forged)
-expect_match "a peer's PeerGone, ReplyTimeout and Forwarded reach the GDBus caller through the kernel" \
+expect_match "a peer sends a GDBus caller PeerGone, ReplyTimeout and Forwarded straight through the kernel" \
 	'^forger :0\.[0-9a-f]+ sent sent sent$' "$out"
+expect_match "... which the kernel refuses: the bus's own interface (denied counter +3)" \
+	'^denied 3$' "$out"
 expect_match "... and change nothing: its call gets the service's answer, not NoReply" \
 	'^reply slow$' "$out"
 

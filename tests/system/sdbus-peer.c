@@ -40,6 +40,15 @@
  *	reading meanwhile (sd_bus_call_async): what reaches it besides the
  *	answer is printed as "stray TYPE SENDER INTERFACE.MEMBER"; then the
  *	answer as for wait.
+ * sdbus-peer listen RULE
+ *	Adds the match rule RULE (sd_bus_add_match(), which returns once the
+ *	bus answered AddMatch), prints "ready UNIQUE-NAME FAMILY", then for
+ *	every signal that reaches the library "recv INTERFACE.MEMBER ARG0"
+ *	(a filter, which sees each message read from the socket) and for
+ *	each one RULE matches "match INTERFACE.MEMBER ARG0".
+ * sdbus-peer emit PATH INTERFACE MEMBER ARG0 COUNT
+ *	Emits COUNT signals (s ARG0, u N: 0 to COUNT - 1) from PATH, flushes
+ *	them and prints "emitted COUNT FAMILY".
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -406,6 +415,72 @@ static int watch_stall(const char *dest, const char *ms)
 	return answered ? 0 : 1;
 }
 
+/* The string first argument of a signal, or "-". */
+static const char *arg0(sd_bus_message *m)
+{
+	const char *s = NULL;
+
+	if (sd_bus_message_peek_type(m, NULL, NULL) > 0 &&
+	    sd_bus_message_read(m, "s", &s) < 0)
+		s = NULL;
+	sd_bus_message_rewind(m, 1);
+	return s ?: "-";
+}
+
+static int on_any(sd_bus_message *m, void *data, sd_bus_error *error)
+{
+	(void)error;
+	if (sd_bus_message_is_signal(m, NULL, NULL))
+		printf("%s %s.%s %s\n", (const char *)data, sd_bus_message_get_interface(m) ?: "-",
+		       sd_bus_message_get_member(m) ?: "-", arg0(m));
+	return 0;
+}
+
+static int listen_rule(const char *rule)
+{
+	const char *unique;
+	int r;
+
+	open_bus();
+	r = sd_bus_add_filter(bus, NULL, on_any, (void *)"recv");
+	if (r < 0)
+		die("filter", r);
+	r = sd_bus_add_match(bus, NULL, rule, on_any, (void *)"match");
+	if (r < 0)
+		die("AddMatch", r);
+	sd_bus_get_unique_name(bus, &unique);
+	printf("ready %s %s\n", unique, family());
+	while (!quit) {
+		r = sd_bus_process(bus, NULL);
+		if (r < 0)
+			die("process", r);
+		if (r > 0)
+			continue;
+		r = sd_bus_wait(bus, UINT64_MAX);
+		if (r < 0 && r != -EINTR)
+			die("wait", r);
+	}
+	return 0;
+}
+
+static int emit(const char *path, const char *iface, const char *member, const char *a0, long count)
+{
+	long i;
+	int r;
+
+	open_bus();
+	for (i = 0; i < count; i++) {
+		r = sd_bus_emit_signal(bus, path, iface, member, "su", a0, (uint32_t)i);
+		if (r < 0)
+			die("emit", r);
+	}
+	r = sd_bus_flush(bus);
+	if (r < 0)
+		die("flush", r);
+	printf("emitted %ld %s\n", count, family());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *unique;
@@ -429,7 +504,12 @@ int main(int argc, char **argv)
 		return wait_call(argv[2], argv[3], argc == 6 ? argv[4] : NULL, atol(argv[argc - 1]));
 	if (argc == 4 && strcmp(argv[1], "watch-stall") == 0)
 		return watch_stall(argv[2], argv[3]);
+	if (argc == 3 && strcmp(argv[1], "listen") == 0)
+		return listen_rule(argv[2]);
+	if (argc == 7 && strcmp(argv[1], "emit") == 0)
+		return emit(argv[2], argv[3], argv[4], argv[5], atol(argv[6]));
 	fprintf(stderr, "usage: %s serve NAME | info | call [--wait] DEST COUNT | fd DEST |"
-		" wait DEST METHOD [ARG] TIMEOUT-MS | watch-stall DEST MS\n", tool);
+		" wait DEST METHOD [ARG] TIMEOUT-MS | watch-stall DEST MS | listen RULE |"
+		" emit PATH INTERFACE MEMBER ARG0 COUNT\n", tool);
 	return 2;
 }

@@ -126,7 +126,16 @@ static dbus_int32_t legacy_slot = -1;
 BusAfbusLegacy *
 bus_afbus_legacy_new (void)
 {
-  return dbus_new0 (BusAfbusLegacy, 1);
+  BusAfbusLegacy *bridge = dbus_new0 (BusAfbusLegacy, 1);
+
+  /* A legacy client's pair is in its connection's data, at this slot,
+   * held as long as the bridge. */
+  if (bridge != NULL && !dbus_connection_allocate_data_slot (&legacy_slot))
+    {
+      dbus_free (bridge);
+      return NULL;
+    }
+  return bridge;
 }
 
 /* Every legacy client has left by now, and its pair with it
@@ -139,6 +148,7 @@ bus_afbus_legacy_free (BusAfbusLegacy *bridge)
       _dbus_assert (_dbus_hash_table_get_n_entries (bridge->relays) == 0);
       _dbus_hash_table_unref (bridge->relays);
     }
+  dbus_connection_free_data_slot (&legacy_slot);
   dbus_free (bridge);
 }
 
@@ -502,9 +512,6 @@ bus_afbus_legacy_attach (DBusConnection *connection,
   if (server == NULL)
     return TRUE;
 
-  if (!dbus_connection_allocate_data_slot (&legacy_slot))
-    goto oom;
-
   legacy = dbus_new0 (LegacyPair, 1);
   id = dbus_server_get_id (server);
   if (legacy == NULL || id == NULL)
@@ -564,8 +571,6 @@ bus_afbus_legacy_attach (DBusConnection *connection,
   if (_dbus_socket_is_valid (accepted_fd))
     _dbus_close_socket (accepted_fd, NULL);
   dbus_free (id);
-  if (legacy_slot >= 0)
-    dbus_connection_free_data_slot (&legacy_slot);
   return FALSE;
 }
 
@@ -580,7 +585,6 @@ bus_afbus_legacy_detach (DBusConnection *connection)
 
   bus_afbus_connection_drop_pair (connection);
   dbus_connection_set_data (connection, legacy_slot, NULL, NULL);
-  dbus_connection_free_data_slot (&legacy_slot);
 }
 
 /**

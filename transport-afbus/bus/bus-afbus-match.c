@@ -82,8 +82,10 @@
  *   let through by the policies (send_requested_reply and
  *   receive_requested_reply, policy/bus-afbus-policy.c), as dbus-daemon
  *   decides.  A kernel without reply tracking refuses the flag (EINVAL):
- *   the daemon then logs it once and manages its buses without it, the
- *   kernel taking every reply as requested.
+ *   the daemon then does not listen on AF_BUS, as without nfdbus (its
+ *   clients could send each other replies nobody asked for).  On
+ *   ReloadConfig the buses take the new limits
+ *   (bus_afbus_match_reload()).
  * - The daemon sends a monitor (BecomeMonitor) copies of method calls
  *   from the master's side with the caller's SENDER, which the kernel
  *   would take for calls the daemon forwards, the caller then awaiting a
@@ -122,11 +124,6 @@ struct BusAfbusMatch
   struct nfdbus *nfdbus;        /**< NULL until opened */
   DBusList *managed_buses;      /**< struct nfdbus_bus *: the buses whose
                                  *   multicasts nfdbus filters */
-  /* Whether the kernel tracks replies on our buses (NFDBUS_BUS_REPLIES):
-   * unknown until the first bus is managed, FALSE once the kernel
-   * refused the flag (and then never asked again). */
-  dbus_bool_t kernel_replies;
-  dbus_bool_t kernel_replies_known;
   /* Whether the kernel takes NFDBUS_CMD_SET_PEER: TRUE until it refused
    * it, known once it took it. */
   dbus_bool_t kernel_peer_flags;
@@ -140,7 +137,6 @@ bus_afbus_match_new (void)
 
   if (match != NULL)
     {
-      match->kernel_replies = TRUE;
       match->kernel_peer_flags = TRUE;
     }
   return match;
@@ -271,12 +267,6 @@ bus_is_managed (BusAfbusMatch           *match,
   return FALSE;
 }
 
-dbus_bool_t
-bus_afbus_kernel_tracks_replies (BusContext *context)
-{
-  return match_of (context)->kernel_replies;
-}
-
 /* The daemon's limits as the kernel takes them. */
 static dbus_uint32_t
 kernel_max_replies (BusContext *context)
@@ -306,42 +296,24 @@ kernel_reply_timeout (BusContext *context)
   return timeout;
 }
 
-/* NFDBUS_CMD_SET_BUS for a bus the daemon takes charge of: the sender
- * check, the policies and reply tracking; without reply tracking if the
- * kernel has none.  A negative errno on failure. */
+/* NFDBUS_CMD_SET_BUS for a bus the daemon takes charge of, or manages
+ * already (ReloadConfig): the sender check, the policies, and reply
+ * tracking with the configuration's max_replies_per_connection and
+ * reply_timeout, set in one request for every client of the bus at
+ * once.  A negative errno on failure: a kernel without reply tracking
+ * refuses the flag (EINVAL), and the daemon then does not run the bus,
+ * as without nfdbus (bus_afbus_check_kernel()): its clients could send
+ * each other replies nobody asked for, which dbus-daemon never lets
+ * through on the system bus. */
 static int
 set_bus (BusContext              *context,
          const struct nfdbus_bus *bus)
 {
-  const dbus_uint32_t flags = NFDBUS_BUS_CHECK_SENDER | NFDBUS_BUS_POLICY;
-  BusAfbusMatch *match = match_of (context);
-  struct nfdbus *nfdbus = match->nfdbus;
-  int err;
-
-  if (match->kernel_replies)
-    {
-      err = nfdbus_set_bus (nfdbus, bus, flags | NFDBUS_BUS_REPLIES,
-                            kernel_max_replies (context),
-                            kernel_reply_timeout (context));
-      if (err != -EINVAL || match->kernel_replies_known)
-        {
-          match->kernel_replies_known = match->kernel_replies_known ||
-            err == 0;
-          return err;
-        }
-      /* an nfdbus older than reply tracking refuses the flag */
-      match->kernel_replies = FALSE;
-      match->kernel_replies_known = TRUE;
-      bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
-                       "The kernel does not track replies on AF_BUS buses"
-                       " (nfdbus: %s%s%s): AF_BUS clients can send each"
-                       " other replies nobody asked for",
-                       _dbus_strerror (-err),
-                       nfdbus_error (nfdbus)[0] != '\0' ? ": " : "",
-                       nfdbus_error (nfdbus));
-    }
-
-  return nfdbus_set_bus_flags (nfdbus, bus, flags);
+  return nfdbus_set_bus (match_of (context)->nfdbus, bus,
+                         NFDBUS_BUS_CHECK_SENDER | NFDBUS_BUS_POLICY |
+                         NFDBUS_BUS_REPLIES,
+                         kernel_max_replies (context),
+                         kernel_reply_timeout (context));
 }
 
 /**
@@ -394,7 +366,8 @@ bus_afbus_check_kernel (BusContext *context,
           return TRUE;
         }
       bus_afbus_nfdbus_error (context, &tmp_error, -err,
-                              "the kernel does not take charge of the bus");
+                              "the kernel does not take charge of the bus"
+                              " (sender check, policy, reply tracking)");
     }
 
   if (dbus_error_has_name (&tmp_error, DBUS_ERROR_NO_MEMORY))
@@ -405,9 +378,10 @@ bus_afbus_check_kernel (BusContext *context,
 
   address = dbus_server_get_address (server);
   bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
-                   "Not listening on %s: the kernel cannot filter signals"
-                   " nor enforce the bus policy between AF_BUS clients"
-                   " (nfdbus: %s); clients use the bus's other addresses",
+                   "Not listening on %s: the kernel cannot filter signals,"
+                   " check senders, enforce the bus policy nor track"
+                   " replies between AF_BUS clients (nfdbus: %s); clients"
+                   " use the bus's other addresses",
                    address != NULL ? address : "afbus:", tmp_error.message);
   dbus_free (address);
 
@@ -425,6 +399,33 @@ bus_afbus_check_kernel (BusContext *context,
     }
 
   dbus_error_free (&tmp_error);
+  return TRUE;
+}
+
+/**
+ * ReloadConfig: every bus the daemon runs takes the configuration's
+ * max_replies_per_connection and reply_timeout, in one request each
+ * (set_bus()), so for all its clients at once, and for the calls they
+ * make from then on.  FALSE with @p error set if the kernel refused.
+ */
+dbus_bool_t
+bus_afbus_match_reload (BusContext *context,
+                        DBusError  *error)
+{
+  BusAfbusMatch *match = match_of (context);
+  DBusList *link;
+  int err;
+
+  for (link = _dbus_list_get_first_link (&match->managed_buses); link != NULL;
+       link = _dbus_list_get_next_link (&match->managed_buses, link))
+    {
+      err = set_bus (context, link->data);
+      if (err < 0)
+        return bus_afbus_nfdbus_error (context, error, -err,
+                                       "The kernel does not take the bus's"
+                                       " new reply limits");
+    }
+
   return TRUE;
 }
 
@@ -493,7 +494,7 @@ bus_afbus_match_set_monitor (DBusConnection *connection,
   dbus_uint64_t peer;
   int err;
 
-  if (!match->kernel_replies || !match->kernel_peer_flags ||
+  if (!match->kernel_peer_flags ||
       !bus_afbus_connection_bus (connection, &bus, &peer))
     return TRUE;
 
@@ -735,6 +736,13 @@ bus_afbus_match_set_monitor (DBusConnection *connection,
 dbus_bool_t
 bus_afbus_match_manage (DBusConnection *connection,
                         DBusError      *error)
+{
+  return TRUE;
+}
+
+dbus_bool_t
+bus_afbus_match_reload (BusContext *context,
+                        DBusError  *error)
 {
   return TRUE;
 }

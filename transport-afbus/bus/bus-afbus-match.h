@@ -36,6 +36,9 @@ dbus_bool_t bus_afbus_match_manage (DBusConnection *connection,
  * on it (FALSE, with @error, only when no other address is left). */
 dbus_bool_t bus_afbus_check_kernel (BusContext     *context,
                                     DBusError      *error);
+/* ReloadConfig: the buses take the new reply limits. */
+dbus_bool_t bus_afbus_match_reload (BusContext     *context,
+                                    DBusError      *error);
 #ifdef DBUS_HAVE_AFBUS
 struct nfdbus;
 struct nfdbus_bus;
@@ -48,10 +51,6 @@ dbus_bool_t    bus_afbus_nfdbus_error   (BusContext        *context,
 dbus_bool_t    bus_afbus_connection_bus (DBusConnection    *connection,
                                          struct nfdbus_bus *bus,
                                          dbus_uint64_t     *peer);
-/* Whether the kernel tracks replies on the daemon's buses
- * (NFDBUS_BUS_REPLIES): TRUE until a kernel without it refused the flag,
- * which happens when the first client joins, before its policy is made. */
-dbus_bool_t    bus_afbus_kernel_tracks_replies (BusContext *context);
 #endif
 /* AddMatch: the kernel's copy of @rule; bus_afbus_remove_match() when
  * the rule is freed.  The rule's BUS_AFBUS_RULE_KERNEL and

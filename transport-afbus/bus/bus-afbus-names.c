@@ -63,13 +63,26 @@ struct BusAfbusNames
   dbus_uint64_t next_client;    /**< client part of the next address */
 };
 
+static dbus_int32_t client_slot = -1;
+
 BusAfbusNames *
 bus_afbus_names_new (void)
 {
   BusAfbusNames *names = dbus_new0 (BusAfbusNames, 1);
 
-  if (names != NULL)
-    names->next_client = 1;
+  if (names == NULL)
+    return NULL;
+
+  /* The connection data slot of what the daemon knows of each
+   * connection, held as long as the names (one per BusContext, as
+   * upstream's connection.c holds its own). */
+  if (!dbus_connection_allocate_data_slot (&client_slot))
+    {
+      dbus_free (names);
+      return NULL;
+    }
+
+  names->next_client = 1;
   return names;
 }
 
@@ -78,6 +91,7 @@ bus_afbus_names_free (BusAfbusNames *names)
 {
   if (names->addrs != NULL)
     _dbus_hash_table_unref (names->addrs);
+  dbus_connection_free_data_slot (&client_slot);
   dbus_free (names);
 }
 
@@ -120,7 +134,7 @@ bus_afbus_server (BusContext *context)
 
 /*
  * What the daemon knows of an AF_BUS connection, in the connection's
- * data (client_slot, allocated once for the daemon's life): its
+ * data (client_slot, held as long as the BusAfbusNames): its
  * client's address, read with getpeername() once rather than on every
  * message; whether bus_afbus_join() let it onto the bus as a native
  * client; and, for a legacy client bridged onto the bus, the accepted
@@ -136,9 +150,10 @@ typedef struct
   dbus_uint64_t addr;
   dbus_bool_t joined;     /**< a native client, on the bus */
   dbus_bool_t legacy;     /**< a legacy client; @fd is its pair's A1 */
+  unsigned long forwarded_lost; /**< Forwarded signals it did not get,
+                                 *   not told yet (ForwardedLost) */
 } BusAfbusClient;
 
-static dbus_int32_t client_slot = -1;
 
 static BusAfbusClient *
 client_get (DBusConnection *connection)
@@ -158,7 +173,7 @@ client_remember (DBusConnection *connection,
 {
   BusAfbusClient *client;
 
-  if (client_slot < 0 && !dbus_connection_allocate_data_slot (&client_slot))
+  if (client_slot < 0)
     return NULL;
 
   client = dbus_new0 (BusAfbusClient, 1);
@@ -354,6 +369,17 @@ bus_afbus_connection_set_joined (DBusConnection *connection)
 
   client->joined = TRUE;
   return TRUE;
+}
+
+/* The count of @connection's Forwarded signals that did not fit in its
+ * queue and that it was not told of yet (bus_afbus_send_forwarded()),
+ * or NULL if it is no AF_BUS client the daemon knows. */
+unsigned long *
+bus_afbus_connection_forwarded_lost (DBusConnection *connection)
+{
+  BusAfbusClient *client = client_get (connection);
+
+  return client != NULL ? &client->forwarded_lost : NULL;
 }
 
 /*

@@ -41,6 +41,7 @@ dbus_bool_t bus_afbus_connection_set_pair (DBusConnection *connection,
 void        bus_afbus_connection_drop_pair (DBusConnection *connection);
 dbus_bool_t bus_afbus_connection_is_legacy (DBusConnection *connection);
 dbus_bool_t bus_afbus_connection_set_joined (DBusConnection *connection);
+unsigned long *bus_afbus_connection_forwarded_lost (DBusConnection *connection);
 
 BusAfbusNames *bus_afbus_names_new         (void);
 void        bus_afbus_names_free          (BusAfbusNames  *names);

@@ -85,7 +85,16 @@ static dbus_int32_t watches_slot = -1;
 BusAfbusPeers *
 bus_afbus_peers_new (void)
 {
-  return dbus_new0 (BusAfbusPeers, 1);
+  BusAfbusPeers *peers = dbus_new0 (BusAfbusPeers, 1);
+
+  /* Each connection's watches are in its data, at this slot, held as
+   * long as the peers. */
+  if (peers != NULL && !dbus_connection_allocate_data_slot (&watches_slot))
+    {
+      dbus_free (peers);
+      return NULL;
+    }
+  return peers;
 }
 
 /* Every connection has left by now, its watches with it. */
@@ -97,6 +106,7 @@ bus_afbus_peers_free (BusAfbusPeers *peers)
       _dbus_assert (_dbus_hash_table_get_n_entries (peers->watchers) == 0);
       _dbus_hash_table_unref (peers->watchers);
     }
+  dbus_connection_free_data_slot (&watches_slot);
   dbus_free (peers);
 }
 
@@ -164,8 +174,7 @@ get_watches (DBusConnection *connection,
         return NULL;
     }
 
-  if (watches_slot < 0 &&
-      !dbus_connection_allocate_data_slot (&watches_slot))
+  if (watches_slot < 0)
     return NULL;
 
   w = dbus_new0 (PeerWatches, 1);

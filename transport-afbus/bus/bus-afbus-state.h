@@ -57,6 +57,14 @@ struct BusAfbus
   BusAfbusMonitor *monitor;
   char *skipped_listen;   /**< why an afbus: <listen> was skipped
                            *   (bus_afbus_skip_listen()), or NULL */
+  int reply_timeout;      /**< the reply timeout the native clients
+                           *   were told (ReplyTimeout, bus-afbus.c) */
+  BusContext *context;    /**< the context it belongs to */
+  DBusList *refused_calls;      /**< relayed calls the kernel refused
+                                 *   over their caller's
+                                 *   max_replies_per_connection, to be
+                                 *   answered (bus-afbus.c) */
+  DBusTimeout *refused_timeout; /**< answers them from the main loop */
 };
 
 #endif /* BUS_AFBUS_STATE_H */

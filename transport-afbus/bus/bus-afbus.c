@@ -32,6 +32,9 @@
 #include <string.h>
 #include <dbus/dbus-sysdeps-afbus.h>
 #include <dbus/dbus-server-afbus.h>
+#include <dbus/dbus-transport-afbus.h>
+#include <dbus/dbus-mainloop.h>
+#include <dbus/dbus-timeout.h>
 
 #include "bus.h"
 #include "services.h"
@@ -147,25 +150,35 @@ bus_afbus_free (BusAfbus *afbus)
     bus_afbus_match_free (afbus->match);
   if (afbus->names != NULL)
     bus_afbus_names_free (afbus->names);
+  if (afbus->refused_timeout != NULL)
+    {
+      _dbus_transport_afbus_set_relay_refused_function (NULL, NULL);
+      _dbus_timeout_disable (afbus->refused_timeout);
+      _dbus_timeout_unref (afbus->refused_timeout);
+    }
+  while (afbus->refused_calls != NULL)
+    dbus_message_unref (_dbus_list_pop_first (&afbus->refused_calls));
   dbus_free (afbus->skipped_listen);
   dbus_free (afbus);
 }
 
 /**
  * The addresses the daemon listens on when it is given --address: that
- * address, then, unless it is an afbus: address itself, the afbus:
- * <listen> addresses of the configuration.  Upstream's --address
- * replaces the configuration's addresses; the fork keeps its AF_BUS
- * ones because systemd, which starts the system and session buses with
- * --address=systemd: to pass them their unix sockets, cannot make AF_BUS
- * buses: the daemon makes them itself.
+ * address alone, as upstream's --address replaces the configuration's
+ * <listen> addresses; but under --address=systemd: (systemd's socket
+ * activation: the system bus's dbus.service, the user bus of
+ * dbus-user-session) also the afbus: <listen> addresses of the
+ * configuration, since systemd, which passes the daemon its unix
+ * sockets, cannot make AF_BUS buses: the daemon makes them itself.  So
+ * a daemon started by hand with --address (a test bus inside a desktop
+ * session, say) never touches the user bus's AF_BUS address.
  *
  * A bare "afbus:" makes a fresh bus that only --print-address tells
- * anybody about.  Under --address it becomes "afbus:runtime=yes", as
- * systemd's $XDG_RUNTIME_DIR/bus socket takes the place of the session
- * configuration's unix:tmpdir=: the user bus of dbus-user-session is
- * then found at $XDG_RUNTIME_DIR/bus.afbus (a daemon without
- * $XDG_RUNTIME_DIR logs that it does not listen on it).
+ * anybody about.  Under --address=systemd: it becomes
+ * "afbus:runtime=yes", as systemd's $XDG_RUNTIME_DIR/bus socket takes
+ * the place of the session configuration's unix:tmpdir=: the user bus
+ * of dbus-user-session is then found at $XDG_RUNTIME_DIR/bus.afbus (a
+ * daemon without $XDG_RUNTIME_DIR logs that it does not listen on it).
  *
  * Appends to @list the strings, which stay @address's and @config's or
  * are static; FALSE if out of memory.
@@ -179,7 +192,7 @@ bus_afbus_cmdline_addresses (DBusList  **list,
 
   if (!_dbus_list_append (list, (char *) address))
     return FALSE;
-  if (strncmp (address, "afbus:", strlen ("afbus:")) == 0)
+  if (strcmp (address, "systemd:") != 0)
     return TRUE;
 
   for (link = _dbus_list_get_first_link (config); link != NULL;
@@ -237,6 +250,58 @@ bus_afbus_rule_freed (DBusConnection *connection,
   bus_afbus_remove_match (connection, rule);
 }
 
+static dbus_bool_t send_reply_timeout (DBusConnection *connection,
+                                       BusTransaction *transaction,
+                                       dbus_bool_t     always);
+
+/* A native AF_BUS client gets the bus's new reply timeout (-1 too). */
+static dbus_bool_t
+tell_client_reply_timeout (DBusConnection *connection,
+                           void           *data)
+{
+  if (!bus_afbus_connection_is_afbus (connection) ||
+      bus_afbus_connection_is_legacy (connection) ||
+      bus_connection_is_monitor (connection))
+    return TRUE;
+
+  return send_reply_timeout (connection, data, TRUE);
+}
+
+/*
+ * ReloadConfig changed the bus's reply timeout: every native AF_BUS
+ * client's library learns it (ReplyTimeout), in one transaction, as the
+ * kernel did (bus_afbus_match_reload()), for the calls it makes from
+ * then on.  FALSE with @error set if no memory.
+ */
+static dbus_bool_t
+tell_reply_timeout (BusContext *context,
+                    DBusError  *error)
+{
+  BusTransaction *transaction;
+
+  if (bus_context_get_reply_timeout (context) ==
+      bus_context_get_afbus (context)->reply_timeout)
+    return TRUE;
+
+  transaction = bus_transaction_new (context);
+  if (transaction == NULL ||
+      !bus_connections_foreach_active (bus_context_get_connections (context),
+                                       tell_client_reply_timeout,
+                                       transaction))
+    {
+      if (transaction != NULL)
+        bus_transaction_cancel_and_free (transaction);
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+
+  bus_transaction_execute_and_free (transaction);
+  return TRUE;
+}
+
+static dbus_bool_t watch_refused_relays (BusContext *context,
+                                         DBusError  *error);
+
 /**
  * The configuration is loaded (@is_reload: ReloadConfig), once the
  * daemon listens and every connection has its new BusClientPolicy, and
@@ -263,13 +328,18 @@ bus_afbus_config_loaded (BusContext  *context,
   if (!is_reload)
     {
       if (!check_listen (context, error) ||
-          !bus_afbus_check_kernel (context, error))
+          !bus_afbus_check_kernel (context, error) ||
+          !watch_refused_relays (context, error))
         return FALSE;
     }
-  else if (!bus_afbus_policy_reload (context, error))
+  else if (!bus_afbus_policy_reload (context, error) ||
+           !bus_afbus_match_reload (context, error) ||
+           !tell_reply_timeout (context, error))
     {
       return FALSE;
     }
+  bus_context_get_afbus (context)->reply_timeout =
+    bus_context_get_reply_timeout (context);
 
   for (link = _dbus_list_get_last_link (servers); link != NULL;
        link = _dbus_list_get_prev_link (servers, link))
@@ -289,25 +359,88 @@ bus_afbus_config_loaded (BusContext  *context,
 }
 
 /**
- * bus_context_check_security_policy(): the connection whose outgoing
- * queue @message waits in on its way to @recipient, for the limits on
- * that queue: @recipient's own, but a legacy client's is one of its
- * AF_BUS pair's (bus-afbus-legacy.c).  And whether the kernel, not the
- * daemon, awaits the reply if @message is a method call that @sender
- * (NULL: the bus driver) makes of @recipient (kernel_awaits_reply()).
+ * bus_context_check_security_policy(), before the policy: what the
+ * AF_BUS bus makes of @message from @sender (NULL: the bus driver) to
+ * @proposed_recipient (NULL: the bus driver).
+ *
+ * - The interface org.freedesktop.DBus.AF_BUS is the bus's own
+ *   protocol between the daemon and its clients' libraries
+ *   (doc/afbus-transport.md, section 7), as Hello is the bus's own:
+ *   the driver's WatchPeer and UnwatchPeer, which an AF_BUS client's
+ *   library calls for its NoReply, and the daemon's signals (Forwarded,
+ *   PeerGone, ReplyTimeout, ForwardedLost), which the libraries act on.
+ *   They are allowed whatever the configuration denies (Debian's
+ *   system.conf denies method calls by default), the daemon's signals
+ *   within the recipient's queue limit.  Any other message on that
+ *   interface from a client (to another client, or to the driver but
+ *   not a method call) is refused with AccessDenied, as a bus name
+ *   reserved for the daemon is: a client must not pose as the daemon to
+ *   another client's library.  (Between AF_BUS clients the kernel
+ *   refuses such signals: bus-afbus-policy.c.)
+ * - *@queue: the connection whose outgoing queue @message waits in on
+ *   its way to @proposed_recipient, for the limits on that queue:
+ *   @proposed_recipient's own, but a legacy client's is one of its
+ *   AF_BUS pair's (bus-afbus-legacy.c); NULL for the driver.
+ * - *@kernel_awaits: whether the kernel, not the daemon, awaits the
+ *   reply if @message is a method call @sender makes of
+ *   @proposed_recipient (kernel_awaits_reply()).
  */
-DBusConnection *
-bus_afbus_recipient_queue (DBusConnection *sender,
-                           DBusConnection *recipient,
-                           DBusMessage    *message,
-                           dbus_bool_t    *kernel_awaits)
+BusAfbusVerdict
+bus_afbus_check_message (BusContext      *context,
+                         DBusConnection  *sender,
+                         DBusConnection  *proposed_recipient,
+                         DBusMessage     *message,
+                         DBusConnection **queue,
+                         dbus_bool_t     *kernel_awaits,
+                         DBusError       *error)
 {
-  *kernel_awaits = sender != NULL &&
-    dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
-    !dbus_message_get_no_reply (message) &&
-    kernel_awaits_reply (sender, recipient);
+  int type = dbus_message_get_type (message);
 
-  return bus_afbus_legacy_queue (sender, recipient, message, NULL);
+  *queue = NULL;
+  *kernel_awaits = FALSE;
+  if (proposed_recipient != NULL)
+    {
+      *queue = bus_afbus_legacy_queue (sender, proposed_recipient, message,
+                                       NULL);
+      *kernel_awaits = sender != NULL &&
+        type == DBUS_MESSAGE_TYPE_METHOD_CALL &&
+        !dbus_message_get_no_reply (message) &&
+        kernel_awaits_reply (sender, proposed_recipient);
+    }
+
+  if (!dbus_message_has_interface (message, DBUS_INTERFACE_AFBUS))
+    return BUS_AFBUS_CHECK_POLICY;
+
+  if (sender == NULL)
+    {
+      /* The daemon's own signals to its clients' libraries. */
+      if (*queue != NULL &&
+          (dbus_connection_get_outgoing_size (*queue) >
+           bus_context_get_max_outgoing_bytes (context)))
+        {
+          dbus_set_error (error, DBUS_ERROR_LIMITS_EXCEEDED,
+                          "Rejected: destination has a full message queue");
+          return BUS_AFBUS_DENIED;
+        }
+      return BUS_AFBUS_ALLOWED;
+    }
+
+  /* An AF_BUS client's library calling the driver (WatchPeer,
+   * UnwatchPeer), as a client says Hello. */
+  if (proposed_recipient == NULL && type == DBUS_MESSAGE_TYPE_METHOD_CALL &&
+      bus_connection_is_active (sender))
+    return BUS_AFBUS_ALLOWED;
+
+  dbus_set_error (error, DBUS_ERROR_ACCESS_DENIED,
+                  "Rejected message: the interface \"%s\" is reserved for"
+                  " the message bus (%s, member \"%s\", from %s)",
+                  DBUS_INTERFACE_AFBUS,
+                  dbus_message_type_to_string (type),
+                  dbus_message_get_member (message) != NULL ?
+                  dbus_message_get_member (message) : "(unset)",
+                  bus_connection_is_active (sender) ?
+                  bus_connection_get_name (sender) : "(inactive)");
+  return BUS_AFBUS_DENIED;
 }
 
 /**
@@ -346,10 +479,11 @@ bus_afbus_dispatch_matches (BusContext     *context,
  * Whether the daemon goes on without a <listen> address it could not
  * listen on: an afbus: address on a kernel without AF_BUS (socket()
  * fails with EAFNOSUPPORT, which the AF_BUS server reports as
- * NotSupported).  The daemon then logs one warning and serves its
- * other addresses, as dbus-daemon would; the fork's clients fall back
- * to the next address of their list.  Clears @error when it returns
- * TRUE.
+ * NotSupported), or whose bus or file is a live bus's (AddressInUse:
+ * another daemon runs there).  The daemon then logs one warning and
+ * serves its other addresses, as dbus-daemon would; the fork's clients
+ * fall back to the next address of their list.  Clears @error when it
+ * returns TRUE.
  */
 dbus_bool_t
 bus_afbus_skip_listen (BusContext *context,
@@ -359,7 +493,8 @@ bus_afbus_skip_listen (BusContext *context,
   BusAfbus *afbus;
 
   if (strncmp (address, "afbus:", strlen ("afbus:")) != 0 ||
-      !dbus_error_has_name (error, DBUS_ERROR_NOT_SUPPORTED))
+      !(dbus_error_has_name (error, DBUS_ERROR_NOT_SUPPORTED) ||
+        dbus_error_has_name (error, DBUS_ERROR_ADDRESS_IN_USE)))
     return FALSE;
 
   bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
@@ -425,18 +560,22 @@ check_listen (BusContext *context,
 
 /* Tells a native client the bus's reply timeout, before the reply to
  * its Hello: org.freedesktop.DBus.AF_BUS.ReplyTimeout (i milliseconds),
- * if the bus has one (reply_timeout, -1 by default: none). */
+ * if the bus has one (reply_timeout, -1 by default: none); @always: even
+ * -1 (a ReloadConfig changed it). */
 static dbus_bool_t
 send_reply_timeout (DBusConnection *connection,
-                    BusTransaction *transaction)
+                    BusTransaction *transaction,
+                    dbus_bool_t     always)
 {
   dbus_int32_t timeout =
     bus_context_get_reply_timeout (bus_connection_get_context (connection));
   DBusMessage *message;
   dbus_bool_t ok;
 
-  if (timeout < 0)
+  if (timeout < 0 && !always)
     return TRUE;
+  if (timeout < 0)
+    timeout = -1;
 
   message = dbus_message_new_signal (DBUS_PATH_DBUS, DBUS_INTERFACE_AFBUS,
                                      "ReplyTimeout");
@@ -513,7 +652,7 @@ bus_afbus_join (DBusConnection *connection,
    * answers them NoReply then, as the daemon answers the calls it
    * forwarded (ReplyTimeout; doc/afbus-transport.md). */
   if (!bus_afbus_connection_is_legacy (connection) &&
-      !send_reply_timeout (connection, transaction))
+      !send_reply_timeout (connection, transaction, FALSE))
     {
       BUS_SET_OOM (error);
       return FALSE;
@@ -594,8 +733,7 @@ static dbus_bool_t
 kernel_awaits_reply (DBusConnection *sender,
                      DBusConnection *recipient)
 {
-  return bus_afbus_kernel_tracks_replies (bus_connection_get_context (sender)) &&
-         bus_afbus_connection_is_afbus (sender) &&
+  return bus_afbus_connection_is_afbus (sender) &&
          bus_afbus_connection_is_afbus (recipient) &&
          !bus_afbus_connection_is_legacy (sender) &&
          !bus_afbus_connection_is_legacy (recipient);
@@ -619,6 +757,7 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
   dbus_uint32_t serial = 0;
   const char *callee = "";
   const char *owner_name = NULL;
+  unsigned long *lost;
   dbus_bool_t ok;
 
   /* Legacy clients send everything through the daemon. */
@@ -659,6 +798,41 @@ bus_afbus_send_forwarded (BusTransaction *transaction,
     {
       serial = dbus_message_get_serial (forwarded);
       callee = owner_name;
+    }
+
+  /* A sender whose queue is over max_outgoing_bytes (it does not read)
+   * gets no more, as from dbus-daemon; but its library counts the
+   * messages it sent us until their Forwarded comes, and would send
+   * everything through us for ever.  So the Forwarded signals that did
+   * not fit are counted, and the next one that fits comes after a
+   * ForwardedLost (u count): every message it sends through us while it
+   * waits for them brings one (doc/afbus-transport.md). */
+  lost = bus_afbus_connection_forwarded_lost (sender);
+  if (dbus_connection_get_outgoing_size (sender) >
+      bus_context_get_max_outgoing_bytes (context))
+    {
+      if (lost != NULL && *lost < 0xffffffffUL)
+        (*lost)++;
+      return TRUE;
+    }
+  if (lost != NULL && *lost > 0)
+    {
+      dbus_uint32_t count = *lost;
+
+      message = dbus_message_new_signal (DBUS_PATH_DBUS, DBUS_INTERFACE_AFBUS,
+                                         "ForwardedLost");
+      ok = message != NULL &&
+        dbus_message_append_args (message, DBUS_TYPE_UINT32, &count,
+                                  DBUS_TYPE_INVALID) &&
+        bus_transaction_send_from_driver (transaction, sender, message);
+      if (message != NULL)
+        dbus_message_unref (message);
+      if (!ok)
+        {
+          BUS_SET_OOM (error);
+          return FALSE;
+        }
+      *lost = 0;
     }
 
   message = dbus_message_new_signal (DBUS_PATH_DBUS, DBUS_INTERFACE_AFBUS,
@@ -712,7 +886,149 @@ bus_afbus_forwarded_after_dispatch (BusContext     *context,
   bus_transaction_execute_and_free (transaction);
 }
 
+/* The connection that owns @name (unique or well-known), or NULL. */
+static DBusConnection *
+owner_of (BusContext *context,
+          const char *name)
+{
+  BusService *service;
+  DBusString str;
+
+  if (name == NULL)
+    return NULL;
+  _dbus_string_init_const (&str, name);
+  service = bus_registry_lookup (bus_context_get_registry (context), &str);
+  return service != NULL ?
+    bus_service_get_primary_owners_connection (service) : NULL;
+}
+
+/* Answers @message, a call the kernel refused to relay over its
+ * caller's max_replies_per_connection, with dbus-daemon's
+ * LimitsExceeded and log line (bus_connections_expect_reply()). */
+static void
+answer_refused_call (BusContext  *context,
+                     DBusMessage *message)
+{
+  DBusError error = DBUS_ERROR_INIT;
+  BusTransaction *transaction;
+  DBusConnection *caller, *callee;
+  DBusMessage *reply;
+
+  caller = owner_of (context, dbus_message_get_sender (message));
+  if (caller == NULL || !bus_connection_is_active (caller))
+    return;   /* it left */
+
+  bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
+                   "The maximum number of pending replies for "
+                   "\"%s\" (%s) has been reached "
+                   "(max_replies_per_connection=%d)",
+                   bus_connection_get_name (caller),
+                   bus_connection_get_loginfo (caller),
+                   bus_context_get_max_replies_per_connection (context));
+
+  transaction = bus_transaction_new (context);
+  reply = dbus_message_new_error (message, DBUS_ERROR_LIMITS_EXCEEDED,
+                                  "The maximum number of pending replies per connection has been reached");
+  if (transaction == NULL || reply == NULL)
+    goto oom;
+
+  /* A legacy caller's call, whose reply the daemon awaits (not the
+   * kernel): that wait ends with this answer. */
+  callee = owner_of (context, dbus_message_get_destination (message));
+  if (callee != NULL &&
+      !bus_connections_check_reply (bus_context_get_connections (context),
+                                    transaction, callee, caller, reply,
+                                    &error) &&
+      dbus_error_is_set (&error))
+    goto oom;
+
+  if (!bus_transaction_send_from_driver (transaction, caller, reply))
+    goto oom;
+
+  dbus_message_unref (reply);
+  bus_transaction_execute_and_free (transaction);
+  return;
+
+ oom:
+  /* The caller's own timeout ends the call. */
+  dbus_error_free (&error);
+  if (reply != NULL)
+    dbus_message_unref (reply);
+  if (transaction != NULL)
+    bus_transaction_cancel_and_free (transaction);
+}
+
+static dbus_bool_t
+answer_refused_calls (void *data)
+{
+  BusAfbus *afbus = data;
+  DBusMessage *message;
+
+  _dbus_timeout_disable (afbus->refused_timeout);
+  while ((message = _dbus_list_pop_first (&afbus->refused_calls)) != NULL)
+    {
+      answer_refused_call (afbus->context, message);
+      dbus_message_unref (message);
+    }
+  return TRUE;
+}
+
+/*
+ * The kernel counts the calls the daemon relays against their caller's
+ * max_replies_per_connection (nfdbus' reply tracking), with the calls
+ * the caller makes directly, and refuses a relay over it (EDQUOT): the
+ * caller then gets LimitsExceeded from the bus at once, as from
+ * dbus-daemon, not its own timeout's NoReply.  The transport of the
+ * callee's connection tells us in the middle of a write, with that
+ * connection's lock held: the call is kept, and answered from the main
+ * loop.  Without memory it is dropped (the caller's timeout ends it).
+ */
+static void
+relay_refused (DBusMessage *message,
+               void        *data)
+{
+  BusAfbus *afbus = data;
+
+  if (dbus_message_get_sender (message) == NULL ||
+      !_dbus_list_append (&afbus->refused_calls, message))
+    return;
+  dbus_message_ref (message);
+  _dbus_timeout_restart (afbus->refused_timeout, 0);
+}
+
+static dbus_bool_t
+watch_refused_relays (BusContext *context,
+                      DBusError  *error)
+{
+  BusAfbus *afbus = bus_context_get_afbus (context);
+
+  afbus->context = context;
+  afbus->refused_timeout = _dbus_timeout_new (0, answer_refused_calls,
+                                              afbus, NULL);
+  if (afbus->refused_timeout == NULL)
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+  _dbus_timeout_disable (afbus->refused_timeout);
+  if (!_dbus_loop_add_timeout (bus_context_get_loop (context),
+                               afbus->refused_timeout))
+    {
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+  _dbus_transport_afbus_set_relay_refused_function (relay_refused, afbus);
+  return TRUE;
+}
+
 #else /* !DBUS_HAVE_AFBUS */
+
+static dbus_bool_t
+watch_refused_relays (BusContext *context,
+                      DBusError  *error)
+{
+  return TRUE;
+}
 
 dbus_bool_t
 bus_afbus_hello_name (DBusConnection *connection,

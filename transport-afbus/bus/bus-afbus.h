@@ -37,7 +37,8 @@
  * do nothing.
  */
 
-/* bus.c: the state the BusContext owns, listening, the configuration */
+/* bus.c: the state the BusContext owns, listening, the configuration,
+ * the security policy */
 BusAfbus   *bus_afbus_new                 (void);
 void        bus_afbus_free                (BusAfbus       *afbus);
 dbus_bool_t bus_afbus_cmdline_addresses   (DBusList      **list,
@@ -49,10 +50,22 @@ dbus_bool_t bus_afbus_skip_listen         (BusContext     *context,
 dbus_bool_t bus_afbus_config_loaded       (BusContext     *context,
                                            dbus_bool_t     is_reload,
                                            DBusError      *error);
-DBusConnection *bus_afbus_recipient_queue (DBusConnection *sender,
-                                           DBusConnection *recipient,
+/* bus.c: what bus_afbus_check_message() makes of a message, before
+ * bus_context_check_security_policy() applies the policy to it */
+typedef enum
+{
+  BUS_AFBUS_CHECK_POLICY,       /* the policy decides, as upstream */
+  BUS_AFBUS_ALLOWED,            /* the bus protocol's own: allowed */
+  BUS_AFBUS_DENIED              /* refused, the error set */
+} BusAfbusVerdict;
+
+BusAfbusVerdict bus_afbus_check_message   (BusContext     *context,
+                                           DBusConnection *sender,
+                                           DBusConnection *proposed_recipient,
                                            DBusMessage    *message,
-                                           dbus_bool_t    *kernel_awaits_reply);
+                                           DBusConnection **queue,
+                                           dbus_bool_t    *kernel_awaits_reply,
+                                           DBusError      *error);
 
 /* driver.c: a client's Hello, name owners, match rules */
 dbus_bool_t bus_afbus_hello_name          (DBusConnection *connection,

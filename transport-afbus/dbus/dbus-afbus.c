@@ -325,6 +325,20 @@ _dbus_afbus_name_cache_forwarded (DBusAfbusNameCache *cache,
 }
 
 /**
+ * The master could not give us @p count Forwarded signals (our queue in
+ * it was full: ForwardedLost): the messages they were for are no longer
+ * in it.
+ */
+void
+_dbus_afbus_name_cache_forwarded_lost (DBusAfbusNameCache *cache,
+                                       unsigned long       count)
+{
+  cache->in_daemon -= MIN (count, cache->in_daemon);
+  _dbus_verbose ("AF_BUS name cache: %lu Forwarded lost; %lu message(s)"
+                 " still at the master\n", count, cache->in_daemon);
+}
+
+/**
  * Forgets the address of @p name: a message to it found no owner there
  * (the name is moving, or left), so messages for @p name go through the
  * master until it says where the name lives (Forwarded).

@@ -40,6 +40,8 @@ dbus_bool_t   _dbus_afbus_name_cache_direct     (DBusAfbusNameCache *cache,
 void          _dbus_afbus_name_cache_sent_to_master (DBusAfbusNameCache *cache);
 void          _dbus_afbus_name_cache_forget     (DBusAfbusNameCache *cache,
                                                  const char         *name);
+void          _dbus_afbus_name_cache_forwarded_lost (DBusAfbusNameCache *cache,
+                                                     unsigned long       count);
 dbus_bool_t   _dbus_afbus_name_cache_forwarded  (DBusAfbusNameCache *cache,
                                                  const char         *name,
                                                  dbus_uint64_t       addr,

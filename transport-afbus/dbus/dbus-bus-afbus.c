@@ -41,7 +41,7 @@
  *
  * - where each message goes (_dbus_afbus_client_route()), with the
  *   well-known name cache the daemon's Forwarded signals fill, and the
- *   SENDER it carries (_dbus_afbus_client_set_sender());
+ *   SENDER it carries (_dbus_afbus_client_stamp_sender());
  * - the calls the kernel awaits the answers to (direct ones, and those
  *   the daemon forwarded to another AF_BUS client): the peers watched
  *   for them (WatchPeer, PeerGone), and NoReply when a peer leaves or at
@@ -201,24 +201,44 @@ _dbus_afbus_client_route (DBusAfbusClient *client,
   return DBUS_AFBUS_MASTER;
 }
 
-/* Sets the SENDER of an outgoing message to our own unique name, which
- * is what the receiver checks against the address the kernel gives it. */
+/**
+ * The header to write for @p message to a peer, which must carry our
+ * own unique name as SENDER (the kernel and the receiver check it): the
+ * message's own if it does (*@p stamped_used is #FALSE), else a copy of
+ * it with our name, in @p stamped (*@p stamped_used is #TRUE; the
+ * caller frees it with _dbus_header_free()).  The message itself is
+ * locked, and may be the application's, shared with another thread or
+ * connection: libdbus never edits a locked message, and neither does
+ * this.  (Messages to the daemon need no SENDER: it writes it.)
+ *
+ * @returns #FALSE if no memory
+ */
 dbus_bool_t
-_dbus_afbus_client_set_sender (DBusAfbusClient *client,
-                               DBusMessage     *message)
+_dbus_afbus_client_stamp_sender (DBusAfbusClient *client,
+                                 DBusMessage     *message,
+                                 DBusHeader      *stamped,
+                                 dbus_bool_t     *stamped_used)
 {
   const char *own = _dbus_string_get_const_data (&client->own_name);
   const char *sender = dbus_message_get_sender (message);
-  dbus_bool_t ok;
 
+  *stamped_used = FALSE;
   if (sender != NULL && strcmp (sender, own) == 0)
     return TRUE;
 
-  /* The message is locked for sending; only the header changes. */
-  message->locked = FALSE;
-  ok = dbus_message_set_sender (message, own);
-  dbus_message_lock (message);
-  return ok;
+  /* (A copy's serial is 0: the message's goes back in.) */
+  if (!_dbus_header_copy (&message->header, stamped))
+    return FALSE;
+  _dbus_header_set_serial (stamped, dbus_message_get_serial (message));
+  if (!_dbus_header_set_field_basic (stamped, DBUS_HEADER_FIELD_SENDER,
+                                     DBUS_TYPE_STRING, &own))
+    {
+      _dbus_header_free (stamped);
+      return FALSE;
+    }
+
+  *stamped_used = TRUE;
+  return TRUE;
 }
 
 /* Is @message a call to the bus driver (org.freedesktop.DBus, or no
@@ -453,7 +473,10 @@ queue_no_reply (DBusAfbusClient    *client,
     }
 
   dbus_message_set_no_reply (reply, TRUE);
-  _dbus_connection_queue_synthesized_message_link (connection, reply_link);
+  /* As if received: the pending call's own timeout goes at once, or
+   * it could fire before this is dispatched, and the caller get
+   * libdbus's NoReply and then this as a stray message. */
+  _dbus_connection_queue_received_message_link (connection, reply_link);
   return TRUE;
 }
 
@@ -508,6 +531,29 @@ peer_gone (DBusAfbusClient    *client,
   return ok;
 }
 
+typedef enum { ARG_OK, ARG_BAD, ARG_NO_MEMORY } ArgResult;
+
+/* The one argument, of @type, of the daemon's signal @message. */
+static ArgResult
+get_arg (DBusMessage *message,
+         int          type,
+         void        *value)
+{
+  DBusError error = DBUS_ERROR_INIT;
+  ArgResult result = ARG_OK;
+
+  if (!dbus_message_get_args (message, &error, type, value,
+                              DBUS_TYPE_INVALID))
+    {
+      result = dbus_error_has_name (&error, DBUS_ERROR_NO_MEMORY) ?
+        ARG_NO_MEMORY : ARG_BAD;
+      _dbus_verbose ("bad %s signal from the daemon: %s\n",
+                     dbus_message_get_member (message), error.message);
+      dbus_error_free (&error);
+    }
+  return result;
+}
+
 /*
  * Handles (and eats) the daemon's answers to our own messages and its
  * PeerGone and ReplyTimeout signals.  *eaten is set when the application must not see
@@ -521,32 +567,58 @@ handle_internal (DBusAfbusClient    *client,
 {
   dbus_uint32_t reply_serial = dbus_message_get_reply_serial (message);
   dbus_uint64_t addr;
+  dbus_bool_t from_daemon;
   unsigned int i;
 
   *eaten = FALSE;
 
-  if (dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "PeerGone"))
+  /* Address 0 also carries what the daemon forwards from other clients,
+   * with their own SENDER: only the daemon's own messages are ours.
+   * (The daemon refuses to forward a message on its AF_BUS interface,
+   * and the kernel to deliver such a signal between clients; this is
+   * the library's own check.)  Replies from the others end our calls'
+   * waits, as below. */
+  from_daemon = dbus_message_has_sender (message, DBUS_SERVICE_DBUS);
+
+  if (from_daemon &&
+      dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "PeerGone"))
     {
       const char *name;
 
       *eaten = TRUE;
-      if (dbus_message_get_args (message, NULL, DBUS_TYPE_STRING, &name,
-                                 DBUS_TYPE_INVALID) &&
-          (name[0] == ':' ?
-           _dbus_afbus_addr_from_unique_name (name, &addr) :
-           _dbus_afbus_peers_addr_of_name (client->peers, name, &addr)))
+      switch (get_arg (message, DBUS_TYPE_STRING, &name))
+        {
+        case ARG_NO_MEMORY:
+          return FALSE;
+        case ARG_BAD:
+          return TRUE;
+        case ARG_OK:
+        default:
+          break;
+        }
+      if (name[0] == ':' ?
+          _dbus_afbus_addr_from_unique_name (name, &addr) :
+          _dbus_afbus_peers_addr_of_name (client->peers, name, &addr))
         return peer_gone (client, connection, addr);
       return TRUE;
     }
 
-  if (dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "ReplyTimeout"))
+  if (from_daemon &&
+      dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "ReplyTimeout"))
     {
       dbus_int32_t timeout;
 
       *eaten = TRUE;
-      if (!dbus_message_get_args (message, NULL, DBUS_TYPE_INT32, &timeout,
-                                  DBUS_TYPE_INVALID))
-        return TRUE;
+      switch (get_arg (message, DBUS_TYPE_INT32, &timeout))
+        {
+        case ARG_NO_MEMORY:
+          return FALSE;
+        case ARG_BAD:
+          return TRUE;
+        case ARG_OK:
+        default:
+          break;
+        }
       if (client->deadlines == NULL && timeout >= 0)
         {
           client->deadlines = _dbus_afbus_deadlines_new ();
@@ -561,7 +633,8 @@ handle_internal (DBusAfbusClient    *client,
   if (reply_serial == 0)
     return TRUE;
 
-  for (i = 0; i < _DBUS_N_ELEMENTS (client->internal_serials); i++)
+  for (i = 0; from_daemon && i < _DBUS_N_ELEMENTS (client->internal_serials);
+       i++)
     if (client->internal_serials[i] == reply_serial)
       *eaten = TRUE;
 

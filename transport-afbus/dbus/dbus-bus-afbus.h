@@ -25,6 +25,7 @@
 
 #include <dbus/dbus-connection.h>
 #include <dbus/dbus-message.h>
+#include <dbus/dbus-marshal-header.h>
 
 DBUS_BEGIN_DECLS
 
@@ -36,8 +37,10 @@ const char   *_dbus_afbus_client_get_name       (DBusAfbusClient *client);
 dbus_uint64_t _dbus_afbus_client_route          (DBusAfbusClient *client,
                                                  DBusMessage     *message,
                                                  dbus_bool_t     *counted);
-dbus_bool_t   _dbus_afbus_client_set_sender     (DBusAfbusClient *client,
-                                                 DBusMessage     *message);
+dbus_bool_t   _dbus_afbus_client_stamp_sender   (DBusAfbusClient *client,
+                                                 DBusMessage     *message,
+                                                 DBusHeader      *stamped,
+                                                 dbus_bool_t     *stamped_used);
 dbus_bool_t   _dbus_afbus_is_driver_call        (DBusMessage     *message);
 void          _dbus_afbus_client_unreachable    (DBusAfbusClient *client,
                                                  DBusMessage     *message,

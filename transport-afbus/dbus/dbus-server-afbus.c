@@ -34,6 +34,7 @@
 #include "dbus-file.h"
 #include "dbus-protocol.h"
 #include "dbus-sysdeps-unix.h"
+#include "dbus-timeout.h"
 #include "dbus-transport-afbus.h"
 #include "dbus-watch.h"
 
@@ -52,16 +53,22 @@
  *   directory), advertised as afbus:path=...,guid=...
  * - afbus:dir=DIR (or tmpdir=DIR) a fresh path in DIR
  * - afbus:path=PATH binds PATH (a stale socket there is removed first,
- *   as for unix:path=)
+ *   as for unix:path=, but never a live bus's: AddressInUse)
  * - afbus:abstract=NAME binds the abstract name NAME, advertised as
  *   afbus:abstract=NAME,guid=...; it lives in the network namespace, not
  *   in a directory, and goes with the bus
  * - afbus:file=FILE binds a fresh path in FILE's directory (so that the
  *   system bus's afbus:file=/run/dbus/system_bus.afbus is in /run/dbus,
  *   beside its unix socket, and not in a /tmp that a client may not
- *   share) and writes the path, and a newline, into FILE (mode 0644),
- *   from which clients connecting to afbus:file=FILE read it.  Both are
- *   removed when the server goes.
+ *   share) and writes the path, and a newline, into FILE (mode 0644,
+ *   written whole under another name and renamed), from which clients
+ *   connecting to afbus:file=FILE read it.  A FILE that names a live
+ *   bus is left alone (AddressInUse): a second daemon never takes the
+ *   address of a running bus.
+ * - afbus:runtime=yes is afbus:file=$XDG_RUNTIME_DIR/bus.afbus.
+ * The bus's path and FILE are removed when the server goes, each only if
+ * it is still the one this server made (the same socket inode; FILE
+ * still naming its path): a daemon never removes another's.
  * As for unix:path= sockets, the bus gets mode 0777: who may connect is
  * the business of authentication and policy, and of the directory's
  * permissions, not of the socket's.
@@ -83,6 +90,13 @@ struct DBusServerAfbus
                           its abstract name */
   dbus_bool_t abstract; /**< Whether path is an abstract name */
   char *file;        /**< File the path was written to, or NULL */
+  dev_t dev;         /**< The socket inode bound at path (not abstract) */
+  ino_t ino;
+  DBusList *held;    /**< other clients' sockets, accepted while the
+                          server connected to itself
+                          (_dbus_server_afbus_connect_self()): handed
+                          on by held_timeout */
+  DBusTimeout *held_timeout; /**< 0 ms, enabled while @held is not empty */
 };
 
 static void
@@ -98,6 +112,8 @@ afbus_finalize (DBusServer *server)
       afbus_server->watch = NULL;
     }
 
+  if (afbus_server->held_timeout != NULL)
+    _dbus_timeout_unref (afbus_server->held_timeout);
   dbus_free (afbus_server->path);
   dbus_free (afbus_server->file);
   dbus_free (server);
@@ -157,6 +173,32 @@ handle_new_client_fd_and_unlock (DBusServer *server,
   return TRUE;
 }
 
+/* The held timeout's handler, called by the main loop with the server
+ * unlocked: the other clients' connections that
+ * _dbus_server_afbus_connect_self() accepted go to the server's
+ * new-connection function, as the listening socket's watch would have
+ * handed them on, now that the caller of connect_self is done (it may
+ * have been in the middle of a legacy client's Hello). */
+static dbus_bool_t
+hand_on_held (void *data)
+{
+  DBusServer *server = data;
+  DBusServerAfbus *afbus_server = data;
+  DBusSocket fd;
+
+  SERVER_LOCK (server);
+  _dbus_server_toggle_timeout (server, afbus_server->held_timeout, FALSE);
+  while (afbus_server->held != NULL)
+    {
+      fd.fd = _DBUS_POINTER_TO_INT (_dbus_list_pop_first (&afbus_server->held));
+      if (!handle_new_client_fd_and_unlock (server, fd))
+        _dbus_verbose ("Rejected client connection due to lack of memory\n");
+      SERVER_LOCK (server);
+    }
+  SERVER_UNLOCK (server);
+  return TRUE;
+}
+
 static dbus_bool_t
 afbus_handle_watch (DBusWatch    *watch,
                     unsigned int  flags,
@@ -199,12 +241,82 @@ afbus_handle_watch (DBusWatch    *watch,
   return TRUE;
 }
 
+/* Removes the socket inode at @path if it is the one bound there
+ * (@dev, @ino): another daemon may have bound the path since. */
+static void
+remove_own_socket (const char *path,
+                   dev_t       dev,
+                   ino_t       ino)
+{
+  struct stat st;
+
+  if (lstat (path, &st) == 0 && S_ISSOCK (st.st_mode) &&
+      st.st_dev == dev && st.st_ino == ino)
+    unlink (path);
+}
+
+/* Removes @file if it still names the bus at @path: another daemon may
+ * have written its own bus there since (its first checked ours was dead). */
+static void
+remove_own_file (const char *file,
+                 const char *path)
+{
+  DBusString contents;
+
+  if (!_dbus_string_init (&contents))
+    return;
+
+  if (_dbus_afbus_read_path_file (file, &contents, NULL) &&
+      strcmp (_dbus_string_get_const_data (&contents), path) == 0)
+    unlink (file);
+
+  _dbus_string_free (&contents);
+}
+
+/* Fails with AddressInUse if @file names a live bus: a second daemon
+ * configured with the same file (a test daemon started in a desktop
+ * session, say) must not take the running bus's address, nor remove it
+ * when it exits. */
+static dbus_bool_t
+check_file_free (const char *file,
+                 DBusError  *error)
+{
+  DBusString contents;
+  dbus_bool_t live;
+
+  if (!_dbus_string_init (&contents))
+    {
+      _DBUS_SET_OOM (error);
+      return FALSE;
+    }
+
+  live = _dbus_afbus_read_path_file (file, &contents, NULL) &&
+    _dbus_afbus_bus_is_live (_dbus_string_get_const_data (&contents), FALSE);
+  if (live)
+    dbus_set_error (error, DBUS_ERROR_ADDRESS_IN_USE,
+                    "\"%s\" names a live AF_BUS bus (%s)", file,
+                    _dbus_string_get_const_data (&contents));
+
+  _dbus_string_free (&contents);
+  return !live;
+}
+
 static void
 afbus_disconnect (DBusServer *server)
 {
   DBusServerAfbus *afbus_server = (DBusServerAfbus *) server;
 
   HAVE_LOCK_CHECK (server);
+
+  if (afbus_server->held_timeout != NULL)
+    _dbus_server_remove_timeout (server, afbus_server->held_timeout);
+  while (afbus_server->held != NULL)
+    {
+      DBusSocket held;
+
+      held.fd = _DBUS_POINTER_TO_INT (_dbus_list_pop_first (&afbus_server->held));
+      _dbus_close_socket (held, NULL);
+    }
 
   if (afbus_server->watch)
     {
@@ -221,10 +333,11 @@ afbus_disconnect (DBusServer *server)
     }
 
   if (afbus_server->path != NULL && !afbus_server->abstract)
-    unlink (afbus_server->path);
+    remove_own_socket (afbus_server->path, afbus_server->dev,
+                       afbus_server->ino);
 
-  if (afbus_server->file != NULL)
-    unlink (afbus_server->file);
+  if (afbus_server->file != NULL && afbus_server->path != NULL)
+    remove_own_file (afbus_server->file, afbus_server->path);
 
   if (server->published_address)
     _dbus_daemon_unpublish_session_bus_address ();
@@ -267,8 +380,18 @@ listen_afbus (const char  *path,
       return fd;
     }
 
-  if (!abstract && stat (path, &st) == 0 && S_ISSOCK (st.st_mode))
-    unlink (path);
+  if (!abstract && lstat (path, &st) == 0 && S_ISSOCK (st.st_mode))
+    {
+      if (_dbus_afbus_bus_is_live (path, FALSE))
+        {
+          dbus_set_error (error, DBUS_ERROR_ADDRESS_IN_USE,
+                          "A live AF_BUS bus is at \"%s\"", path);
+          _dbus_close_socket (fd, NULL);
+          _dbus_socket_invalidate (&fd);
+          return fd;
+        }
+      unlink (path);
+    }
 
   if (bind (fd.fd, (struct sockaddr *) &sa, len) < 0 ||
       (!abstract && chmod (path, 0777) < 0) ||
@@ -392,6 +515,12 @@ server_new_for_afbus (DBusSocket   fd,
   if (afbus_server->watch == NULL)
     goto oom;
 
+  afbus_server->held_timeout = _dbus_timeout_new (0, hand_on_held,
+                                                  afbus_server, NULL);
+  if (afbus_server->held_timeout == NULL)
+    goto oom;
+  _dbus_timeout_disable (afbus_server->held_timeout);
+
   if (!_dbus_server_init_base (&afbus_server->base, &afbus_vtable,
                                &address, error))
     goto failed;
@@ -399,7 +528,9 @@ server_new_for_afbus (DBusSocket   fd,
   afbus_server->fd = fd;
 
   SERVER_LOCK (&afbus_server->base);
-  if (!_dbus_server_add_watch (&afbus_server->base, afbus_server->watch))
+  if (!_dbus_server_add_watch (&afbus_server->base, afbus_server->watch) ||
+      !_dbus_server_add_timeout (&afbus_server->base,
+                                 afbus_server->held_timeout))
     {
       /* The caller closes the fd and removes the files on failure. */
       _dbus_socket_invalidate (&afbus_server->fd);
@@ -407,9 +538,12 @@ server_new_for_afbus (DBusSocket   fd,
       afbus_server->path = NULL;
       dbus_free (afbus_server->file);
       afbus_server->file = NULL;
+      _dbus_server_remove_watch (&afbus_server->base, afbus_server->watch);
       _dbus_watch_invalidate (afbus_server->watch);
       _dbus_watch_unref (afbus_server->watch);
       afbus_server->watch = NULL;
+      _dbus_timeout_unref (afbus_server->held_timeout);
+      afbus_server->held_timeout = NULL;
       _dbus_server_disconnect_unlocked (&afbus_server->base);
       SERVER_UNLOCK (&afbus_server->base);
       _dbus_server_finalize_base (&afbus_server->base);
@@ -433,6 +567,8 @@ server_new_for_afbus (DBusSocket   fd,
           _dbus_watch_invalidate (afbus_server->watch);
           _dbus_watch_unref (afbus_server->watch);
         }
+      if (afbus_server->held_timeout != NULL)
+        _dbus_timeout_unref (afbus_server->held_timeout);
       dbus_free (afbus_server->path);
       dbus_free (afbus_server->file);
       dbus_free (afbus_server);
@@ -462,6 +598,7 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
   DBusAfbusLocation location;
   DBusString path_str, contents, file_str;
   DBusSocket fd;
+  struct stat st;
   dbus_bool_t abstract, wrote_file = FALSE;
   DBusServerListenResult result = DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
 
@@ -498,6 +635,11 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
   else if (!fresh_bus_path (&path_str, location.dir, file, error))
     goto failed;
 
+  /* (AddressInUse comes as DID_NOT_CONNECT, with our words: the
+   * ADDRESS_ALREADY_USED result takes no error) */
+  if (file != NULL && !check_file_free (file, error))
+    goto failed;
+
   fd = listen_afbus (_dbus_string_get_const_data (&path_str), abstract,
                      error);
   if (!_dbus_socket_is_valid (fd))
@@ -505,8 +647,6 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
       result =
         dbus_error_has_name (error, DBUS_ERROR_BAD_ADDRESS) ?
         DBUS_SERVER_LISTEN_BAD_ADDRESS :
-        dbus_error_has_name (error, DBUS_ERROR_ADDRESS_IN_USE) ?
-        DBUS_SERVER_LISTEN_ADDRESS_ALREADY_USED :
         DBUS_SERVER_LISTEN_DID_NOT_CONNECT;
       goto failed;
     }
@@ -542,17 +682,24 @@ _dbus_server_listen_afbus (DBusAddressEntry *entry,
                                     abstract, file, error);
   if (*server_p == NULL)
     goto failed_fd;
+  if (!abstract &&
+      lstat (_dbus_string_get_const_data (&path_str), &st) == 0)
+    {
+      ((DBusServerAfbus *) *server_p)->dev = st.st_dev;
+      ((DBusServerAfbus *) *server_p)->ino = st.st_ino;
+    }
 
   _dbus_string_free (&path_str);
   _dbus_afbus_location_free (&location);
   return DBUS_SERVER_LISTEN_OK;
 
  failed_fd:
-  _dbus_close_socket (fd, NULL);
+  /* (the socket we just bound) */
   if (!abstract)
     unlink (_dbus_string_get_const_data (&path_str));
+  _dbus_close_socket (fd, NULL);
   if (wrote_file)
-    unlink (file);
+    remove_own_file (file, _dbus_string_get_const_data (&path_str));
  failed:
   _dbus_string_free (&path_str);
   _dbus_afbus_location_free (&location);
@@ -733,9 +880,10 @@ _dbus_server_afbus_get_fd (DBusServer *server)
  * Connects a client socket of the server's own process to its bus and
  * accepts it: the pair the daemon opens for each legacy client (C1, A1
  * in af_bus.txt).  Other clients' connections queued before ours on
- * the listening socket are accepted too and handed to the server's
- * new-connection function, as the listening socket's watch would have;
- * ours is told from them by its address.  Both sockets are
+ * the listening socket are accepted too, and handed to the server's
+ * new-connection function from the main loop once the caller is done
+ * (hand_on_held()), as the listening socket's watch would have; ours is
+ * told from them by its address.  Both sockets are
  * nonblocking.
  *
  * @param server an AF_BUS server
@@ -819,9 +967,18 @@ _dbus_server_afbus_connect_self (DBusServer *server,
           return TRUE;
         }
 
-      /* Somebody else's: the usual way. */
-      if (!handle_new_client_fd_and_unlock (server, fd))
-        _dbus_verbose ("Rejected client connection due to lack of memory\n");
+      /* Somebody else's: handed on once our caller is done (it may be
+       * in the middle of a legacy client's Hello, and must not see the
+       * bus's connections change under it). */
+      if (_dbus_list_append (&afbus_server->held, _DBUS_INT_TO_POINTER (fd.fd)))
+        _dbus_server_toggle_timeout (server, afbus_server->held_timeout,
+                                     TRUE);
+      else
+        {
+          _dbus_verbose ("Rejected client connection due to lack of memory\n");
+          _dbus_close_socket (fd, NULL);
+        }
+      SERVER_UNLOCK (server);
     }
 
  failed_errno:

@@ -26,6 +26,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
 #include "dbus-file.h"
 #include "dbus-protocol.h"
 #include "dbus-sysdeps-unix.h"
@@ -155,6 +157,39 @@ _dbus_afbus_sockaddr_for_path (const char          *path,
       *len = DBUS_AFBUS_SOCKADDR_NO_PATH + path_len + 1;
     }
   return TRUE;
+}
+
+/**
+ * Whether a master listens on the bus at @p path (an abstract name if
+ * @p abstract): a connect() that a master takes, or would take but for
+ * its full backlog.  (The master accepts the connection and sees it
+ * close before it authenticated, as for any client that gives up.)
+ *
+ * @returns #TRUE if the bus is live
+ */
+dbus_bool_t
+_dbus_afbus_bus_is_live (const char  *path,
+                         dbus_bool_t  abstract)
+{
+  struct sockaddr_bus sa;
+  socklen_t len;
+  int fd, ret, saved_errno;
+
+  if (!_dbus_afbus_sockaddr_for_path (path, abstract, &sa, &len, NULL))
+    return FALSE;
+
+  fd = socket (AF_BUS, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC,
+               BUS_PROTO_DBUS);
+  if (fd < 0)
+    return FALSE;
+
+  do
+    ret = connect (fd, (struct sockaddr *) &sa, len);
+  while (ret < 0 && errno == EINTR);
+  saved_errno = errno;
+  close (fd);
+
+  return ret == 0 || saved_errno == EAGAIN || saved_errno == EINPROGRESS;
 }
 
 /**

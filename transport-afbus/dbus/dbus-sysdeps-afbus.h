@@ -88,6 +88,8 @@ dbus_bool_t   _dbus_afbus_sockaddr_for_path     (const char        *path,
                                                  struct sockaddr_bus *sa,
                                                  socklen_t         *len,
                                                  DBusError         *error);
+dbus_bool_t   _dbus_afbus_bus_is_live           (const char        *path,
+                                                 dbus_bool_t        abstract);
 dbus_bool_t   _dbus_afbus_read_path_file        (const char        *file,
                                                  DBusString        *path,
                                                  DBusError         *error);

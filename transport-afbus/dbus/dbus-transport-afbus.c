@@ -192,20 +192,51 @@ set_retry_writing (DBusTransportAfbus *afbus_transport,
   afbus_transport->retry_added = retry;
 }
 
-/* The retry timeout's handler, called by the application's main loop
- * with the connection unlocked: a write as if the socket were writable. */
+/*
+ * A timeout's handler stands in for @which watch (the write watch, or
+ * the read watch) with @flags: called by the application's main loop
+ * with the connection unlocked, it takes the watch under the
+ * connection's lock (free_watches() may take it away meanwhile, from
+ * another thread) and handles it as the main loop would, which takes
+ * the lock again.  A watch taken away meanwhile is invalid, and
+ * handling it does nothing.
+ */
+static dbus_bool_t
+timeout_as_watch (DBusTransportAfbus *afbus_transport,
+                  dbus_bool_t         write_watch,
+                  unsigned int        flags)
+{
+  DBusConnection *connection = ((DBusTransport *) afbus_transport)->connection;
+  DBusWatch *watch;
+  dbus_bool_t ok = TRUE;
+
+  /* (The transport's connection is set once, before any timeout.) */
+  if (connection == NULL)
+    return TRUE;
+
+  dbus_connection_ref (connection);
+  _dbus_connection_lock (connection);
+  watch = write_watch ? afbus_transport->write_watch :
+    afbus_transport->read_watch;
+  if (watch != NULL)
+    _dbus_watch_ref (watch);
+  _dbus_connection_unlock (connection);
+
+  if (watch != NULL)
+    {
+      ok = _dbus_connection_handle_watch (watch, flags, connection);
+      _dbus_watch_unref (watch);
+    }
+
+  dbus_connection_unref (connection);
+  return ok;
+}
+
+/* The retry timeout's handler: a write as if the socket were writable. */
 static dbus_bool_t
 retry_writing (void *data)
 {
-  DBusTransportAfbus *afbus_transport = data;
-  DBusTransport *transport = (DBusTransport *) afbus_transport;
-
-  if (transport->connection == NULL || afbus_transport->write_watch == NULL)
-    return TRUE;
-
-  return _dbus_connection_handle_watch (afbus_transport->write_watch,
-                                        DBUS_WATCH_WRITABLE,
-                                        transport->connection);
+  return timeout_as_watch (data, TRUE, DBUS_WATCH_WRITABLE);
 }
 
 /*
@@ -240,20 +271,12 @@ set_reply_timer (DBusTransportAfbus *afbus_transport)
                                            afbus_transport->reply_timer);
 }
 
-/* The reply timer's handler, called by the application's main loop
- * with the connection unlocked: afbus_handle_watch() ends the calls
- * whose time is up (expire_calls()), under the connection's lock. */
+/* The reply timer's handler: afbus_handle_watch() ends the calls whose
+ * time is up (expire_calls()), under the connection's lock. */
 static dbus_bool_t
 reply_timer_fired (void *data)
 {
-  DBusTransportAfbus *afbus_transport = data;
-  DBusTransport *transport = (DBusTransport *) afbus_transport;
-
-  if (transport->connection == NULL || afbus_transport->read_watch == NULL)
-    return TRUE;
-
-  return _dbus_connection_handle_watch (afbus_transport->read_watch, 0,
-                                        transport->connection);
+  return timeout_as_watch (data, FALSE, 0);
 }
 
 static void
@@ -625,6 +648,23 @@ do_authentication (DBusTransport *transport,
  * it, or the policy denies it) is just dropped, as dbus-daemon drops
  * one it does not deliver.  FALSE on OOM.
  */
+static DBusAfbusRelayRefusedFunction relay_refused_function = NULL;
+static void *relay_refused_data = NULL;
+
+/**
+ * Sets the function the daemon's connections call for a relayed call
+ * the kernel refuses over the caller's max_replies_per_connection
+ * (EDQUOT); NULL: such calls are dropped.  One per process (the
+ * daemon's), set while it has no connection.
+ */
+void
+_dbus_transport_afbus_set_relay_refused_function (DBusAfbusRelayRefusedFunction  function,
+                                                  void                          *data)
+{
+  relay_refused_function = function;
+  relay_refused_data = data;
+}
+
 static dbus_bool_t
 message_undeliverable (DBusTransport *transport,
                        DBusList      *queued,
@@ -640,7 +680,23 @@ message_undeliverable (DBusTransport *transport,
                  dbus_message_get_destination (message) : "(bus)",
                  _dbus_strerror (saved_errno));
 
-  if (dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
+  /* The answer is made for the caller only on a client's own
+   * connection.  On one of the daemon's connections the message is a
+   * call the daemon relays for another client: an error queued here
+   * would read as sent by this connection's client (and has no serial).
+   * The daemon answers a relayed call over the caller's
+   * max_replies_per_connection itself (LimitsExceeded, as dbus-daemon
+   * does: relay_refused_function); other refused relays are dropped,
+   * and the caller's own timeout ends them (or its library's NoReply,
+   * when the recipient is gone). */
+  if (transport->is_server && saved_errno == EDQUOT &&
+      relay_refused_function != NULL &&
+      dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
+      !dbus_message_get_no_reply (message))
+    (* relay_refused_function) (message, relay_refused_data);
+
+  if (!transport->is_server &&
+      dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
       !dbus_message_get_no_reply (message))
     {
       switch (saved_errno)
@@ -685,7 +741,10 @@ message_undeliverable (DBusTransport *transport,
       if (link == NULL)
         goto oom;
 
-      _dbus_connection_queue_synthesized_message_link (transport->connection, link);
+      /* As if received: the pending call's own timeout goes at once, or
+       * it could fire before this is dispatched, and the caller get
+       * libdbus's NoReply and then this as a stray message. */
+      _dbus_connection_queue_received_message_link (transport->connection, link);
     }
 
   _dbus_connection_message_link_sent_unlocked (transport->connection, queued);
@@ -697,10 +756,13 @@ message_undeliverable (DBusTransport *transport,
   return FALSE;
 }
 
-/* Sends one message as one datagram; returns the sendmsg() result. */
+/* Sends one message as one datagram, with @stamped in place of its
+ * header unless NULL (_dbus_afbus_client_stamp_sender()); returns the
+ * sendmsg() result. */
 static int
 send_message (DBusTransportAfbus *afbus_transport,
               DBusMessage        *message,
+              const DBusHeader   *stamped,
               dbus_bool_t         addressed,
               dbus_uint64_t       dest)
 {
@@ -718,6 +780,8 @@ send_message (DBusTransportAfbus *afbus_transport,
   int bytes;
 
   _dbus_message_get_network_data (message, &header, &body);
+  if (stamped != NULL)
+    header = &stamped->data;
 
   iov[0].iov_base = (void *) _dbus_string_get_const_data (header);
   iov[0].iov_len = _dbus_string_get_length (header);
@@ -790,7 +854,8 @@ write_internal (DBusTransportAfbus *afbus_transport)
     {
       int saved_errno;
 
-      if (send_message (afbus_transport, message, FALSE, DBUS_AFBUS_MASTER) < 0)
+      if (send_message (afbus_transport, message, NULL, FALSE,
+                        DBUS_AFBUS_MASTER) < 0)
         {
           saved_errno = errno;
           if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno) ||
@@ -843,6 +908,8 @@ write_pass (DBusTransport *transport,
       dbus_bool_t counted = FALSE;
       dbus_uint64_t dest = DBUS_AFBUS_MASTER;
       dbus_bool_t addressed = FALSE;
+      dbus_bool_t stamped_used = FALSE;
+      DBusHeader stamped;
       int bytes, saved_errno;
 
       if (total > afbus_transport->max_bytes_written_per_iteration)
@@ -910,11 +977,20 @@ write_pass (DBusTransport *transport,
             }
         }
 
-      if (routes && !_dbus_afbus_client_set_sender (client, message))
+      /* SENDER: ours, to a peer */
+      if (routes && addressed &&
+          !_dbus_afbus_client_stamp_sender (client, message, &stamped,
+                                            &stamped_used))
         return FALSE;
 
-      bytes = send_message (afbus_transport, message, addressed, dest);
+      bytes = send_message (afbus_transport, message,
+                            stamped_used ? &stamped : NULL, addressed, dest);
       saved_errno = errno;
+      if (stamped_used)
+        {
+          _dbus_header_free (&stamped);
+          stamped_used = FALSE;
+        }
 
       /* Nobody has that address (BUS_NO_DEFAULT_ROUTE): a peer that
        * left, or a name that is moving.  The daemon takes the message,
@@ -929,7 +1005,7 @@ write_pass (DBusTransport *transport,
                          dest);
           addressed = FALSE;
           dest = DBUS_AFBUS_MASTER;
-          bytes = send_message (afbus_transport, message, FALSE, dest);
+          bytes = send_message (afbus_transport, message, NULL, FALSE, dest);
           saved_errno = errno;
         }
 
@@ -1018,6 +1094,12 @@ do_writing (DBusTransport *transport)
                      _dbus_connection_has_messages_to_send_unlocked (transport->connection));
   return ok;
 }
+
+static void answer_peer (DBusTransportAfbus *afbus_transport,
+                         dbus_uint64_t       source,
+                         dbus_uint32_t       serial,
+                         const char         *error_name,
+                         const char         *text);
 
 /*
  * Checks the message just read from @source before the connection sees
@@ -1108,6 +1190,21 @@ check_incoming (DBusTransportAfbus *afbus_transport,
               strcmp (sender, _dbus_string_get_const_data (&expected)) != 0);
       _dbus_string_free (&expected);
 
+      /* The daemon's own interface: no peer may use it (the kernel
+       * refuses such signals between clients; a call is answered
+       * AccessDenied, as the daemon answers one it is sent). */
+      if (!drop && dbus_message_has_interface (message, DBUS_INTERFACE_AFBUS))
+        {
+          drop = TRUE;
+          if (dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
+              !dbus_message_get_no_reply (message))
+            answer_peer (afbus_transport, source,
+                         dbus_message_get_serial (message),
+                         DBUS_ERROR_ACCESS_DENIED,
+                         "The interface " DBUS_INTERFACE_AFBUS " is reserved"
+                         " for the message bus");
+        }
+
       /* Header fields that this libdbus does not know are removed, as
        * the daemon removes them from what it routes (HeaderFiltering):
        * a field defined later may carry a meaning the bus guarantees,
@@ -1148,6 +1245,53 @@ check_incoming (DBusTransportAfbus *afbus_transport,
 }
 
 /*
+ * Answers the call @serial of the peer at @source with the error
+ * @error_name (@text), from us, straight through the kernel: a message
+ * of the peer's that we drop, so that the kernel's reply tracking and
+ * the caller's wait end as with any reply.  Without memory or room in
+ * the socket nothing is answered.
+ */
+static void
+answer_peer (DBusTransportAfbus *afbus_transport,
+             dbus_uint64_t       source,
+             dbus_uint32_t       serial,
+             const char         *error_name,
+             const char         *text)
+{
+  DBusTransport *transport = (DBusTransport *) afbus_transport;
+  DBusMessage *reply;
+  DBusString dest;
+
+  if (serial == 0 || afbus_transport->client == NULL ||
+      !_dbus_string_init (&dest))
+    return;
+
+  reply = dbus_message_new (DBUS_MESSAGE_TYPE_ERROR);
+  if (reply != NULL &&
+      _dbus_afbus_unique_name_from_addr (source, &dest) &&
+      dbus_message_set_error_name (reply, error_name) &&
+      dbus_message_set_reply_serial (reply, serial) &&
+      dbus_message_set_destination (reply, _dbus_string_get_const_data (&dest)) &&
+      dbus_message_set_sender (reply,
+                               _dbus_afbus_client_get_name (afbus_transport->client)) &&
+      dbus_message_append_args (reply, DBUS_TYPE_STRING, &text,
+                                DBUS_TYPE_INVALID))
+    {
+      dbus_message_set_no_reply (reply, TRUE);
+      dbus_message_set_serial (reply,
+                               _dbus_connection_get_next_client_serial (transport->connection));
+      dbus_message_lock (reply);
+      if (send_message (afbus_transport, reply, NULL, TRUE, source) < 0)
+        _dbus_verbose ("could not answer %016" PRIx64 ": %s\n", source,
+                       _dbus_strerror (errno));
+    }
+
+  if (reply != NULL)
+    dbus_message_unref (reply);
+  _dbus_string_free (&dest);
+}
+
+/*
  * A peer sent us a message with unix fds that we could not take: we did
  * not negotiate fd passing, or it had more than we have room for (the
  * kernel closed them).  The message is dropped and counted; a method
@@ -1168,8 +1312,6 @@ fds_refused (DBusTransportAfbus *afbus_transport,
   DBusTransport *transport = (DBusTransport *) afbus_transport;
   const unsigned char *h;
   dbus_uint32_t serial;
-  DBusMessage *reply;
-  DBusString dest;
   const char *text = DBUS_TRANSPORT_CAN_SEND_UNIX_FD (transport) ?
     "Tried to send message with more Unix file descriptors than the"
     " recipient takes" :
@@ -1194,32 +1336,8 @@ fds_refused (DBusTransportAfbus *afbus_transport,
     return;
 
   serial = _dbus_unpack_uint32 (h[0], h + 8);
-  if (serial == 0 || !_dbus_string_init (&dest))
-    return;
-
-  reply = dbus_message_new (DBUS_MESSAGE_TYPE_ERROR);
-  if (reply != NULL &&
-      _dbus_afbus_unique_name_from_addr (source, &dest) &&
-      dbus_message_set_error_name (reply, DBUS_ERROR_NOT_SUPPORTED) &&
-      dbus_message_set_reply_serial (reply, serial) &&
-      dbus_message_set_destination (reply, _dbus_string_get_const_data (&dest)) &&
-      dbus_message_set_sender (reply,
-                               _dbus_afbus_client_get_name (afbus_transport->client)) &&
-      dbus_message_append_args (reply, DBUS_TYPE_STRING, &text,
-                                DBUS_TYPE_INVALID))
-    {
-      dbus_message_set_no_reply (reply, TRUE);
-      dbus_message_set_serial (reply,
-                               _dbus_connection_get_next_client_serial (transport->connection));
-      dbus_message_lock (reply);
-      if (send_message (afbus_transport, reply, TRUE, source) < 0)
-        _dbus_verbose ("could not answer %016" PRIx64 ": %s\n", source,
-                       _dbus_strerror (errno));
-    }
-
-  if (reply != NULL)
-    dbus_message_unref (reply);
-  _dbus_string_free (&dest);
+  answer_peer (afbus_transport, source, serial, DBUS_ERROR_NOT_SUPPORTED,
+               text);
 }
 
 /*
@@ -2116,6 +2234,12 @@ _dbus_transport_open_afbus (DBusAddressEntry  *entry,
 /** @} */
 
 #else /* !DBUS_HAVE_AFBUS */
+
+void
+_dbus_transport_afbus_set_relay_refused_function (DBusAfbusRelayRefusedFunction  function,
+                                                  void                          *data)
+{
+}
 
 DBusTransportOpenResult
 _dbus_transport_open_afbus (DBusAddressEntry  *entry,

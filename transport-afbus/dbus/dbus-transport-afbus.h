@@ -37,6 +37,20 @@ dbus_bool_t _dbus_afbus_relay_pair_new (DBusSocket        client_fd,
                                         DBusConnection  **client_p,
                                         DBusConnection  **accepted_p);
 
+/**
+ * The daemon's side: a call it relays for a client that the kernel
+ * refuses because that client already awaits as many replies as the bus
+ * allows (EDQUOT).  Called in the middle of a write, with the lock of
+ * the connection the call was queued on held: the function must only
+ * take note (a reference to @message) and answer the caller later.
+ */
+typedef void (* DBusAfbusRelayRefusedFunction) (DBusMessage *message,
+                                                void        *data);
+
+DBUS_PRIVATE_EXPORT
+void _dbus_transport_afbus_set_relay_refused_function (DBusAfbusRelayRefusedFunction  function,
+                                                       void                          *data);
+
 DBUS_END_DECLS
 
 #endif /* DBUS_TRANSPORT_AFBUS_H */

@@ -7,7 +7,11 @@
  *           built without AF_BUS;
  *   nfdbus  the generic netlink controller is asked for the family
  *           "nfdbuz" when the program asks for "nfdbus", so that the
- *           kernel itself answers ENOENT, as on a kernel without nfdbus.
+ *           kernel itself answers ENOENT, as on a kernel without nfdbus;
+ *   replies a request that sets a bus's flags (NFDBUS_CMD_SET_BUS) with
+ *           reply tracking (NFDBUS_BUS_REPLIES) asks for a flag the
+ *           kernel does not know too, so that it answers EINVAL, as an
+ *           nfdbus without reply tracking does.
  * Only the tests use it (tests/dbus/dbus-nokernel.sh); the daemon and
  * libdbus take the code paths they take on such a kernel.
  */
@@ -15,10 +19,12 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
+#include <linux/netfilter/nfdbus.h>
 
 #ifndef AF_BUS
 #define AF_BUS 46
@@ -67,6 +73,33 @@ ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		if (name != NULL) {
 			name[5] = 'z';
 			return real(fd, copy, len, flags, to, tolen);
+		}
+	}
+	/* NFDBUS_CMD_SET_BUS with NFDBUS_BUS_REPLIES: a flag nobody knows */
+	if (missing("replies") && len >= NLMSG_HDRLEN + GENL_HDRLEN &&
+	    len <= sizeof(copy) && nlh->nlmsg_type != GENL_ID_CTRL &&
+	    genl->cmd == NFDBUS_CMD_SET_BUS) {
+		size_t off = NLMSG_HDRLEN + GENL_HDRLEN;
+
+		memcpy(copy, buf, len);
+		while (off + NLA_HDRLEN <= len) {
+			struct nlattr *a = (struct nlattr *)(copy + off);
+			uint32_t v;
+
+			if (a->nla_len < NLA_HDRLEN || off + a->nla_len > len)
+				break;
+			if ((a->nla_type & NLA_TYPE_MASK) == NFDBUS_A_BUS_FLAGS &&
+			    a->nla_len == NLA_HDRLEN + sizeof(v)) {
+				memcpy(&v, copy + off + NLA_HDRLEN, sizeof(v));
+				if (v & NFDBUS_BUS_REPLIES) {
+					v |= 1u << 31;
+					memcpy(copy + off + NLA_HDRLEN, &v,
+					       sizeof(v));
+					return real(fd, copy, len, flags, to,
+						    tolen);
+				}
+			}
+			off += NLA_ALIGN(a->nla_len);
 		}
 	}
 	return real(fd, buf, len, flags, to, tolen);

@@ -416,7 +416,7 @@ expect_kept_and_refused() {
 	check "... and refused the others (${_err:-none}) rather than hold more" \
 		test "${_err:-0}" -ge 1 -a $((${_ok:-0} + ${_err:-0})) -eq "$3"
 	expect_match "... with LimitsExceeded" \
-		' error=org\.freedesktop\.DBus\.Error\.LimitsExceeded$' "$_out"
+		' error=org\.freedesktop\.DBus\.Error\.LimitsExceeded ' "$_out"
 }
 
 # expect_saw_echo_traffic TAG FILE NSVC: dbus-monitor's output FILE has
@@ -447,6 +447,80 @@ expect_saw_echo_traffic() {
 	# dbus-monitor prints the type of a file descriptor it received.
 	expect_eq "$1: the call passing a pipe once, with the pipe" "1 1" \
 		"$(count_lines "$2" "^method call .* -> destination=$3 .*member=ReadFd\$") $(count_lines "$2" 'type: fifo$')"
+}
+
+# system_bus_config FILE AF-ADDRESS [UNIX-ADDRESS] [LINE...]: write FILE,
+# a bus configuration with the default policy of Debian's system.conf
+# (its <policy> elements, as /usr/share/dbus-1/system.conf has them:
+# method calls denied but to the bus driver's own interfaces, replies
+# only when requested, no name owned), listening on AF-ADDRESS (and on
+# UNIX-ADDRESS unless it is empty), then the LINEs: the holes a
+# service's system.d file punches (system_holes), <limit>s, ...
+system_bus_config() {
+	_f=$1 _af=$2 _ux=$3
+	shift 3
+	{
+		printf '%s\n' '<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"' \
+			' "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">' \
+			'<busconfig>' '  <type>system</type>'
+		[ -n "$_ux" ] && echo "  <listen>$_ux</listen>"
+		echo "  <listen>$_af</listen>"
+		echo "  <auth>EXTERNAL</auth>"
+		awk '/<policy[ >]/, /<\/policy>/' /usr/share/dbus-1/system.conf
+		for _l in "$@"; do
+			echo "  $_l"
+		done
+		echo '</busconfig>'
+	} >"$_f"
+}
+
+# system_holes NAME...: the <policy> a service's system.d file has for
+# each well-known NAME: anybody may own it (the tests run as root and as
+# nobody) and call it.
+system_holes() {
+	echo '<policy context="default">'
+	for _hn in "$@"; do
+		echo "  <allow own=\"$_hn\"/>"
+		echo "  <allow send_destination=\"$_hn\"/>"
+	done
+	echo '</policy>'
+}
+
+# proto_start TAG FD [WRAPPER...]: an afbus-protocol client (run through
+# WRAPPER, e.g. "su -s /bin/sh nobody -c"), fed by this shell's file
+# descriptor FD through a fifo, its output in /tmp/proto-TAG.out.
+proto_start() {
+	_tag=$1 _fd=$2
+	shift 2
+	rm -f /tmp/proto-$_tag.in
+	mkfifo /tmp/proto-$_tag.in
+	chmod 0666 /tmp/proto-$_tag.in
+	: >/tmp/proto-$_tag.out
+	chmod 0666 /tmp/proto-$_tag.out
+	if [ $# -gt 0 ]; then
+		"$@" "afbus-protocol client </tmp/proto-$_tag.in >/tmp/proto-$_tag.out 2>&1" &
+	else
+		afbus-protocol client </tmp/proto-$_tag.in >/tmp/proto-$_tag.out 2>&1 &
+	fi
+	_pids="$_pids $!"
+	eval "exec $_fd>/tmp/proto-$_tag.in"
+	eval "_proto_n_$_tag=0"
+}
+
+# proto TAG FD COMMAND [WAIT-S]: send COMMAND to the client TAG and wait
+# (WAIT-S seconds at most, default 60) until it did it; its output lines
+# (without the "= N" line) in $out.
+proto() {
+	eval "_pn=\$((_proto_n_$1 + 1)); _proto_n_$1=\$_pn"
+	echo "$3" >&$2
+	i=0
+	while ! grep -qx "= $_pn" /tmp/proto-$1.out 2>/dev/null &&
+		[ $i -lt $((${4:-60} * 10)) ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	out=$(awk -v n="$_pn" '$0 == "= " n - 1 { on = 1; next }
+		$0 == "= " n { exit } on || n == 1' /tmp/proto-$1.out)
 }
 
 finish() {
