@@ -15,12 +15,15 @@ the host's side).  For each mode this groups the runs of each figure,
 reports min, median and max over the runs, computes the ratios
 afbus/dbus-daemon (Debian's), afbus/dbus-daemon-fork, afbus/dbus-broker
 and afbus/peer-to-peer of the medians (AF_BUS/AF_UNIX for the raw
-sockets), draws OUT-DIR/*-MODE.svg with gnuplot and prints a table; it
+sockets; and for each path through the bridge, a fork daemon on unix: and
+afbus: at once, the path against dbus-daemon, dbus-broker, afbus and
+peer-to-peer), draws OUT-DIR/*-MODE.svg with gnuplot and prints a table; it
 writes every mode into OUT-DIR/results.json ("modes", and "judge_by"
-naming the deterministic one) and the tables into OUT-DIR/table.txt.
+naming the deterministic one; "sources": the hash of the measured
+sources, tests/bench/bench-fresh) and the tables into OUT-DIR/table.txt.
 Failed measurements are listed (and kept in results.json); the exit
-status is 1 if one of AF_BUS's own (bus=afbus, or the raw sockets)
-failed in any mode.  A daemon that run-bench had to restart because it
+status is 1 if one of AF_BUS's own (bus=afbus,
+or the bridge's paths, or the raw sockets) failed in any mode.  A daemon that run-bench had to restart because it
 exited is listed too ("restarts").
 """
 
@@ -34,6 +37,11 @@ import sys
 
 BUSES = ["afbus", "dbus-daemon-fork", "dbus-daemon", "dbus-broker", "peer-to-peer"]
 REFERENCES = ["dbus-daemon", "dbus-daemon-fork", "dbus-broker", "peer-to-peer"]
+# The paths through one fork daemon listening on unix: and afbus: at once
+# (run-bench's "bridge"): legacy/native client or emitter to legacy/native
+# service or subscribers; each against these.
+BRIDGE = ["bridge-ll", "bridge-ln", "bridge-nl"]
+BRIDGE_REFERENCES = ["dbus-daemon", "dbus-broker", "afbus", "peer-to-peer"]
 TAGS = ["bench", "bus", "family", "size", "mode", "subscribers", "receivers",
         "peers", "rules"]
 # Figures of each benchmark worth a ratio, and whether lower is better.
@@ -41,7 +49,7 @@ METRICS = {
     "rtt": ["median_us", "p99_us", "calls_per_s", "ctxt_per_op", "cpu_us_per_op",
             "client_cpu_us_per_op", "service_cpu_us_per_op", "daemon_cpu_us_per_op"],
     "raw-pingpong": ["median_us", "p99_us", "rounds_per_s", "ctxt_per_op"],
-    "raw-fanout": ["msgs_per_s", "ctxt_per_op", "cpu_us_per_op"],
+    "raw-fanout": ["msgs_per_s", "ctxt_per_op", "cpu_us_per_op", "lost", "reordered"],
     "signals": ["msgs_per_s", "ctxt_per_op", "cpu_us_per_op", "daemon_cpu_us_per_op"],
     "peers-rtt": ["median_us", "calls_per_s"],
     "peers-signals": ["msgs_per_s"],
@@ -67,7 +75,8 @@ MODES = {
             " varies with the host's load",
 }
 SHORT = {"dbus-daemon": "daemon", "dbus-daemon-fork": "fork-unix",
-         "dbus-broker": "broker", "peer-to-peer": "p2p"}
+         "dbus-broker": "broker", "peer-to-peer": "p2p",
+         "bridge-ll": "legacy>leg", "bridge-ln": "legacy>nat", "bridge-nl": "native>leg"}
 
 
 def parse_fields(text):
@@ -180,8 +189,11 @@ def ratios(entries):
         pairs = []
         if who == "afbus":
             pairs = [("afbus/" + ref, index.get((key, ref))) for ref in REFERENCES]
+        elif who in BRIDGE:
+            pairs = [(who + "/" + ref, index.get((key, ref))) for ref in BRIDGE_REFERENCES]
         elif who == "bus":
-            pairs = [("AF_BUS/AF_UNIX", index.get((key, "unix")))]
+            pairs = [("AF_BUS/AF_UNIX", index.get((key, "unix"))),
+                     ("AF_BUS/UDP", index.get((key, "udp")))]
         for metric in METRICS.get(tags["bench"], []):
             if metric not in e["figures"]:
                 continue
@@ -223,8 +235,9 @@ def find(entries, **tags):
 
 def ratio_of(rat, name, metric, **tags):
     for r in rat:
-        if r["metric"] == metric and all(r.get(k) == str(v) for k, v in tags.items()):
-            return r.get(name)
+        if r["metric"] == metric and name in r and \
+                all(r.get(k) == str(v) for k, v in tags.items()):
+            return r[name]
     return None
 
 
@@ -273,6 +286,48 @@ def memory_table(entries, w0, w):
                 z = mem_median(entries, "rules", lo, b, metric)
                 vals.append(None if a is None or z is None else (a - z) * 1024 / (hi - lo))
             row("per rule (R=%d-%d): %s bytes" % (lo, hi, what), vals)
+    return lines
+
+
+def bridge_table(entries, rat, o, w0, w):
+    """The paths through the bridge beside the buses: round trip and
+    signals, each path against dbus-daemon and dbus-broker."""
+    if not any(e["tags"].get("bus") in BRIDGE for e in entries):
+        return []
+    cols = BRIDGE + ["afbus", "dbus-daemon", "dbus-broker", "peer-to-peer"]
+    refs = [(b, r) for r in ("dbus-daemon", "dbus-broker") for b in BRIDGE]
+    lines = ["", "Through the bridge: one fork daemon on unix: and afbus: at once (as the"
+             " system bus);", "legacy = the fork's libdbus on its unix: address, native ="
+             " on afbus:.  Last 6 columns: path / daemon, path / broker.",
+             ("%-*s" % (w0, "")) + "".join("%*s" % (w, SHORT.get(c, c)) for c in cols) +
+             "".join("%*s" % (8, {"bridge-ll": "ll", "bridge-ln": "ln", "bridge-nl": "nl"}[b] +
+                              "/" + SHORT[r][0]) for b, r in refs)]
+
+    def row(label, metric, **tags):
+        line = "%-*s" % (w0, label)
+        line += "".join("%*s" % (w, cell(find(entries, bus=c, **tags), metric)) for c in cols)
+        for b, r in refs:
+            v = ratio_of(rat, b + "/" + r, metric, **tags)
+            line += "%*s" % (8, "-" if v is None else "%.2f" % v)
+        lines.append(line)
+
+    for size, name in (("0", "rtt empty"), ("4096", "rtt 4 KiB")):
+        if not find(entries, bench="rtt", bus="bridge-ll", size=size):
+            continue
+        for m in ("median_us", "calls_per_s", "cpu_us_per_op", "client_cpu_us_per_op",
+                  "service_cpu_us_per_op", "daemon_cpu_us_per_op"):
+            row("%s: %s" % (name, LABEL[m]), m, bench="rtt", size=size)
+    for e in entries:
+        t = e["tags"]
+        if t["bench"] == "signals" and t["bus"] == "bridge-ll":
+            row("signals N=%s %s: delivered/s" % (t["subscribers"], t["mode"]), "msgs_per_s",
+                bench="signals", subscribers=t["subscribers"], mode=t["mode"])
+    for e in entries:
+        t = e["tags"]
+        if t["bench"] == "signals" and t["bus"] == "bridge-ll":
+            row("signals N=%s %s: daemon CPU us" % (t["subscribers"], t["mode"]),
+                "daemon_cpu_us_per_op", bench="signals", subscribers=t["subscribers"],
+                mode=t["mode"])
     return lines
 
 
@@ -330,6 +385,7 @@ def table(entries, rat, guest, mode):
             t = e["tags"]
             bus_row("N=%s %s: ctxt/signal" % (t["subscribers"], t["mode"]), "ctxt_per_op",
                     bench="signals", subscribers=t["subscribers"], mode=t["mode"])
+    lines.extend(bridge_table(entries, rat, o, w0, w))
     for lib, name in (("gdbus", "GDBus"), ("sdbus", "sd-bus")):
         if not find(entries, bench=lib + "-rtt"):
             continue
@@ -364,8 +420,10 @@ def table(entries, rat, guest, mode):
            and e["tags"].get("family") == "bus"]
     if raw:
         lines.append("")
-        lines.append("Raw sockets, no D-Bus")
-        lines.append("%-*s%*s%*s%*s" % (w0, "", w, "AF_BUS", w, "AF_UNIX", 16, "AF_BUS/AF_UNIX"))
+        lines.append("Raw sockets, no D-Bus (UDP: IPv4 multicast on lo, one send per message;"
+                     " lost = sent, never delivered)")
+        lines.append("%-*s%*s%*s%*s%*s%*s" % (w0, "", w, "AF_BUS", w, "AF_UNIX", 16,
+                                             "AF_BUS/AF_UNIX", w, "UDP", 12, "AF_BUS/UDP"))
         for e in raw:
             t = dict(e["tags"])
             t.pop("family")
@@ -373,12 +431,23 @@ def table(entries, rat, guest, mode):
                 ms = [("ping-pong %s B: median us" % t["size"], "median_us"),
                       ("ping-pong %s B: round trips/s" % t["size"], "rounds_per_s")]
             else:
-                ms = [("fan-out N=%s: delivered/s" % t["receivers"], "msgs_per_s")]
+                ms = [("fan-out N=%s: delivered/s" % t["receivers"], "msgs_per_s"),
+                      ("fan-out N=%s: lost" % t["receivers"], "lost")]
             for label, m in ms:
                 other = find(entries, family="unix", **t)
+                udp = find(entries, family="udp", **t)
                 v = ratio_of(rat, "AF_BUS/AF_UNIX", m, **t)
-                lines.append("%-*s%*s%*s%*s" % (w0, label, w, cell(e, m), w, cell(other, m),
-                                                16, "-" if v is None else "%.2f" % v))
+                u = ratio_of(rat, "AF_BUS/UDP", m, **t)
+                if m == "lost":
+                    # AF_BUS and AF_UNIX report no loss: they lose nothing
+                    lines.append("%-*s%*s%*s%*s%*s%*s" % (
+                        w0, label, w, cell(e, m) if e["figures"].get(m) else "0", w, "0",
+                        16, "", w, cell(udp, m), 12, ""))
+                    continue
+                lines.append("%-*s%*s%*s%*s%*s%*s" % (
+                    w0, label, w, cell(e, m), w, cell(other, m),
+                    16, "-" if v is None else "%.2f" % v, w, cell(udp, m),
+                    12, "-" if u is None else "%.2f" % u))
     return "\n".join(lines)
 
 
@@ -398,7 +467,7 @@ def plots(entries, out, clock):
     what = {"icount": "deterministic (-icount)", "wall": "wall-clock"}.get(clock, clock)
     specs = []   # (file, title, xlabel, [(panel ylabel, [(title, points)])])
     sig = []
-    for b in BUSES:
+    for b in BUSES + BRIDGE:
         for mode in ("all", "half"):
             pts = series(entries, "signals", "subscribers", "msgs_per_s", bus=b, mode=mode)
             if pts:
@@ -416,8 +485,9 @@ def plots(entries, out, clock):
                           [("round-trip median latency (us)", lat),
                            ("signals delivered/s to 1 subscriber", thr)]))
     raw = [(f, series(entries, "raw-fanout", "receivers", "msgs_per_s", family=f))
-           for f in ("bus", "unix")]
-    raw = [("AF_BUS multicast" if f == "bus" else "AF_UNIX, one send each", p)
+           for f in ("bus", "unix", "udp")]
+    raw = [({"bus": "AF_BUS multicast", "unix": "AF_UNIX, one send each",
+             "udp": "UDP multicast on lo (delivered only)"}[f], p)
            for f, p in raw if p]
     if raw:
         specs.append(("raw-fanout.svg", "Raw fan-out, no D-Bus", "receivers N",
@@ -450,6 +520,21 @@ def plots(entries, out, clock):
         else:
             made.append(fname)
     return made
+
+
+def sources():
+    """What the figures are of: the hash of the measured sources
+    (tests/bench/bench-fresh), which `make bench-check` compares with
+    the tree's."""
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "bench",
+                        "bench-fresh")
+    r = subprocess.run([sys.executable, tool, "sources"], capture_output=True, text=True,
+                       check=False)
+    if r.returncode:
+        print("bench-report: bench-fresh sources failed: %s" % r.stderr.strip(),
+              file=sys.stderr)
+        return {}
+    return json.loads(r.stdout)
 
 
 def report_mode(mode, log, out):
@@ -513,7 +598,13 @@ def main():
             "dbus-daemon": "Debian's dbus-daemon on unix:, Debian's libdbus",
             "dbus-broker": "Debian's dbus-broker on unix:, Debian's libdbus",
             "peer-to-peer": "direct libdbus connection over a unix socket, fork's libdbus",
+            "bridge-ll": "one fork dbus-daemon on unix: and afbus: at once: legacy client"
+                         " (fork's libdbus on unix:) to legacy service (or emitter to"
+                         " subscribers), both bridged",
+            "bridge-ln": "the same daemon: legacy client to native service (afbus:)",
+            "bridge-nl": "the same daemon: native client to legacy service",
         },
+        "sources": sources(),
         "summary": "per mode: figures min/median/max over the runs; ratios of the medians",
         "modes": modes,
     }
@@ -538,7 +629,8 @@ def main():
         # sockets'); a bus compared against that fails is listed and
         # left out.
         mine = [x for x in m["failures"]
-                if " bus=afbus " in " %s " % x or x.startswith("bench=raw")]
+                if " bus=afbus " in " %s " % x or x.startswith("bench=raw")
+                or " bus=bridge-" in " %s " % x]
         ours += mine
         if m["failures"]:
             print("%s: %d measurement(s) failed%s:" % (

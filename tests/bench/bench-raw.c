@@ -19,13 +19,30 @@
  *       result receivers=N messages=M delivered=D expected=E msgs_per_s=X ...
  *       where the time runs from the first send until the last receiver
  *       has its last message.
- * Exit status 0 if everything arrived intact.
+ *   bench-raw fanout udp [-N RECEIVERS] [-m MESSAGES] [-s BYTES]
+ *       the same with IPv4 UDP multicast on the loopback interface (what
+ *       netdev told D-Bus to use in 2012): every receiver joins one
+ *       group on lo, the sender sends each message once to the group.
+ *       UDP may drop and reorder: each receiver counts what it got, in
+ *       order or not, and the sender ends with an end marker, repeated
+ *       until every receiver has reported (a receiver also gives up
+ *       after 2 s without a message).  Prints the same result line with
+ *       lost=L (never delivered, all receivers) and reordered=R
+ *       (arrived after a later one); delivered counts every message
+ *       that arrived, and the time runs to the last one that did.
+ * Exit status 0 if everything arrived intact (udp: if the tool worked,
+ * whatever UDP lost).
  */
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <sys/ioctl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <poll.h>
 #include <linux/bus.h>
 
 #include "bench-stats.h"
@@ -121,7 +138,7 @@ static ssize_t ep_send(const struct endpoint *e, const void *buf, size_t len)
 static void usage(void)
 {
 	fprintf(stderr, "usage: %s pingpong bus|unix [-n ROUNDS] [-w WARMUP] [-s BYTES]\n"
-		"       %s fanout bus|unix [-N RECEIVERS] [-m MESSAGES] [-s BYTES]\n",
+		"       %s fanout bus|unix|udp [-N RECEIVERS] [-m MESSAGES] [-s BYTES]\n",
 		tool, tool);
 	exit(2);
 }
@@ -211,13 +228,191 @@ static int pingpong(bool bus, long rounds, long warmup, long size)
 
 /* What a fan-out receiver reports back to the sender. */
 struct fanout_report {
-	long got, bad;
+	long got, bad, reordered;
 	uint64_t last_ns;
 };
 
+/* UDP multicast on lo: the group (in the local network control block,
+ * which the kernel routes to the interface asked for without a route). */
+#define UDP_GROUP "224.0.0.117"
+#define UDP_PORT 45117
+#define UDP_END 0xffffffffU
+
+static void udp_mreq(struct ip_mreqn *mr)
+{
+	memset(mr, 0, sizeof(*mr));
+	mr->imr_multiaddr.s_addr = inet_addr(UDP_GROUP);
+	mr->imr_ifindex = if_nametoindex("lo");
+	if (!mr->imr_ifindex)
+		bench_die(tool, "no lo interface");
+}
+
+/* lo has no IFF_MULTICAST by default: set it (and up) for the test. */
+static void udp_lo_multicast(void)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, "lo");
+	if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr))
+		bench_die(tool, "lo flags: %s", strerror(errno));
+	if ((ifr.ifr_flags & (IFF_MULTICAST | IFF_UP)) != (IFF_MULTICAST | IFF_UP)) {
+		ifr.ifr_flags |= IFF_MULTICAST | IFF_UP;
+		if (ioctl(fd, SIOCSIFFLAGS, &ifr))
+			bench_die(tool, "lo multicast on: %s", strerror(errno));
+	}
+	close(fd);
+}
+
+static int udp_receiver(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(UDP_PORT) };
+	struct ip_mreqn mr;
+	int one = 1, fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	sa.sin_addr.s_addr = inet_addr(UDP_GROUP);
+	udp_mreq(&mr);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr)))
+		bench_die(tool, "UDP receiver: %s", strerror(errno));
+	return fd;
+}
+
+static int udp_sender(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(UDP_PORT) };
+	struct ip_mreqn mr;
+	unsigned char loop = 1, ttl = 1;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	sa.sin_addr.s_addr = inet_addr(UDP_GROUP);
+	udp_mreq(&mr);
+	if (fd < 0 || setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr)) ||
+	    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof(loop)) ||
+	    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl)) ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		bench_die(tool, "UDP sender: %s", strerror(errno));
+	return fd;
+}
+
+/* A UDP receiver: what arrives until the end marker or 2 s of silence. */
+static void udp_receive(int fd, int ready, int report, long size)
+{
+	struct fanout_report r = { 0, 0, 0, 0 };
+	unsigned char *in = malloc(size + 1);
+	struct timeval tv = { .tv_sec = 2 };
+	long next = 0;
+	uint32_t seq;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (!in || write(ready, "r", 1) != 1)
+		_exit(1);
+	for (;;) {
+		ssize_t n = recv(fd, in, size + 1, 0);
+
+		if (n <= 0)
+			break;
+		memcpy(&seq, in, sizeof(seq));
+		if (seq == UDP_END)
+			break;
+		if (n != size) {
+			r.bad++;
+			continue;
+		}
+		r.got++;
+		if ((long)seq < next)
+			r.reordered++;
+		else
+			next = seq + 1;
+		r.last_ns = bench_now_ns();
+	}
+	_exit(write(report, &r, sizeof(r)) == sizeof(r) ? 0 : 1);
+}
+
+static int fanout_udp(long receivers, long messages, long size)
+{
+	struct bench_counters c0, c1;
+	int ready[2], report[2], sender, status;
+	long i, j, delivered = 0, bad = 0, reordered = 0, reported = 0;
+	uint64_t t0, last = 0;
+	unsigned char *buf;
+
+	if (size < (long)sizeof(uint32_t))
+		size = sizeof(uint32_t);
+	buf = calloc(1, size);
+	if (!buf || pipe(ready) || pipe(report))
+		bench_die(tool, "out of memory or pipes");
+	udp_lo_multicast();
+	for (i = 0; i < receivers; i++) {
+		int fd = udp_receiver();
+		pid_t pid = fork();
+
+		if (pid < 0)
+			bench_die(tool, "fork: %s", strerror(errno));
+		if (pid == 0)
+			udp_receive(fd, ready[1], report[1], size);
+		close(fd);
+	}
+	for (i = 0; i < receivers; i++) {
+		char ch;
+
+		if (read(ready[0], &ch, 1) != 1)
+			bench_die(tool, "a receiver died");
+	}
+	sender = udp_sender();
+
+	c0 = bench_counters_read();
+	t0 = bench_now_ns();
+	for (j = 0; j < messages; j++) {
+		uint32_t seq = j;
+
+		memcpy(buf, &seq, sizeof(seq));
+		if (send(sender, buf, size, 0) != size)
+			bench_die(tool, "UDP send: %s", strerror(errno));
+	}
+	/* the end marker, until every receiver has reported */
+	while (reported < receivers) {
+		struct pollfd p = { .fd = report[0], .events = POLLIN };
+		uint32_t end = UDP_END;
+
+		memcpy(buf, &end, sizeof(end));
+		send(sender, buf, size, 0);
+		if (poll(&p, 1, 10) <= 0)
+			continue;
+		while (reported < receivers) {
+			struct fanout_report r;
+
+			if (read(report[0], &r, sizeof(r)) != sizeof(r))
+				bench_die(tool, "a receiver died");
+			reported++;
+			delivered += r.got;
+			bad += r.bad;
+			reordered += r.reordered;
+			if (r.last_ns > last)
+				last = r.last_ns;
+			if (poll(&p, 1, 0) <= 0)
+				break;
+		}
+	}
+	c1 = bench_counters_read();
+	while (wait(&status) > 0)
+		;
+
+	printf("result receivers=%ld messages=%ld delivered=%ld expected=%ld bad=%ld"
+	       " lost=%ld reordered=%ld msgs_per_s=%.1f",
+	       receivers, messages, delivered, receivers * messages, bad,
+	       receivers * messages - delivered, reordered,
+	       last > t0 ? delivered / ((last - t0) / 1e9) : 0.0);
+	bench_print_counters(c0, c1, delivered ? delivered : 1);
+	printf("\n");
+	return bad ? 1 : 0;
+}
+
 static void fanout_receive(int fd, int ready, int report, long messages, long size)
 {
-	struct fanout_report r = { 0, 0, 0 };
+	struct fanout_report r = { 0, 0, 0, 0 };
 	unsigned char *in = malloc(size + 1);
 	struct timeval tv = { .tv_sec = 60 };
 	uint32_t seq;
@@ -333,16 +528,16 @@ static int fanout(bool bus, long receivers, long messages, long size)
 int main(int argc, char **argv)
 {
 	long rounds = 10000, warmup = 1000, size = 128, receivers = 4, messages = 1000;
-	bool bus;
+	bool bus = false, udp = false;
 	int a;
 
 	if (argc < 3)
 		usage();
 	if (strcmp(argv[2], "bus") == 0)
 		bus = true;
-	else if (strcmp(argv[2], "unix") == 0)
-		bus = false;
-	else
+	else if (strcmp(argv[2], "udp") == 0 && strcmp(argv[1], "fanout") == 0)
+		udp = true;
+	else if (strcmp(argv[2], "unix") != 0)
 		usage();
 	for (a = 3; a < argc; a++) {
 		if (a + 1 >= argc)
@@ -363,7 +558,8 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "pingpong") == 0)
 		return pingpong(bus, rounds, warmup, size);
 	if (strcmp(argv[1], "fanout") == 0)
-		return fanout(bus, receivers, messages, size);
+		return udp ? fanout_udp(receivers, messages, size)
+			   : fanout(bus, receivers, messages, size);
 	usage();
 	return 2;
 }

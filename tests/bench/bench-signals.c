@@ -3,7 +3,7 @@
  * Signal fan-out: one emitter, N subscriber processes.
  *
  *   bench-signals [-N SUBSCRIBERS] [-m SIGNALS] [-s BYTES] [--half]
- *                 --bus ADDRESS | --peer DIRECTORY
+ *                 --bus ADDRESS [--emit-bus ADDRESS] | --peer DIRECTORY
  *
  * Every subscriber asks for org.afbus.Bench.Tick signals with a match
  * rule, except, with --half, every second one, whose rule asks for Tock
@@ -14,6 +14,9 @@
  * sequence (a gap, repeat or stray Tick counts as bad) until Done.
  *
  * --bus does this on the bus at ADDRESS (AddMatch; the bus delivers);
+ * with --emit-bus the emitter connects to that other address of the same
+ * bus (a daemon listening on unix: and afbus: at once: a legacy emitter
+ * and native subscribers, or the other way round);
  * --peer is the floor without a bus: each subscriber connects straight
  * to the emitter (a DBusServer listening in DIRECTORY) and tells it
  * whether it matches; the emitter writes each signal to the matching
@@ -153,14 +156,14 @@ static void emit(DBusConnection *c, DBusMessage *m)
 static void usage(void)
 {
 	fprintf(stderr, "usage: %s [-N SUBSCRIBERS] [-m SIGNALS] [-s BYTES] [--half] "
-		"--bus ADDRESS | --peer DIRECTORY\n", tool);
+		"--bus ADDRESS [--emit-bus ADDRESS] | --peer DIRECTORY\n", tool);
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	long n = 4, signals = 1000, size = 0, i, j, delivered = 0, bad = 0, matching = 0;
-	const char *bus = NULL, *dir = NULL;
+	const char *bus = NULL, *emit_bus = NULL, *dir = NULL;
 	char peer[256];
 	int half = 0, ready[2], report[2], a, status;
 	dbus_bool_t *wants, ok = TRUE;
@@ -183,12 +186,14 @@ int main(int argc, char **argv)
 			size = bench_number(tool, "-s", argv[++a], 0);
 		else if (strcmp(argv[a], "--bus") == 0)
 			bus = argv[++a];
+		else if (strcmp(argv[a], "--emit-bus") == 0)
+			emit_bus = argv[++a];
 		else if (strcmp(argv[a], "--peer") == 0)
 			dir = argv[++a];
 		else
 			usage();
 	}
-	if (!bus == !dir)
+	if (!bus == !dir || (emit_bus && !bus))
 		usage();
 	snprintf(peer, sizeof(peer), "unix:path=%s/bench-signals-%d", dir ? dir : "",
 		 (int)getpid());
@@ -212,7 +217,7 @@ int main(int argc, char **argv)
 	}
 	alarm(600);
 	if (bus) {
-		c = bench_bus_connect(tool, bus);
+		c = bench_bus_connect(tool, emit_bus ? emit_bus : bus);
 	} else {
 		bench_server_accept(tool, &s, n, 30000);
 		read_subscriptions(&s, wants);

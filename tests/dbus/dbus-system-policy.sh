@@ -14,7 +14,11 @@
 #   the daemon or straight through the kernel, changes nothing for it;
 # - a message to a name that activation delivers and the policy then
 #   refuses leaves the client on the direct path (its Forwarded comes;
-#   its next calls are answered with the daemon stopped);
+#   its next calls are answered with the daemon stopped); one whose
+#   Forwarded the daemon could not queue (the client's queue in the
+#   daemon over max_outgoing_bytes) is repaired by the next message it
+#   sends through the daemon (ForwardedLost), then it is back on the
+#   direct path;
 # - ReloadConfig gives the kernel and every client's library the new
 #   reply_timeout and max_replies_per_connection.
 . /usr/libexec/afbus/dbus-test-lib.sh
@@ -230,6 +234,52 @@ call $p / com.example.Proto.Hold 20000
 EOF
 expect_match "... the fifth call awaiting a reply: LimitsExceeded" \
 	'^error org\.freedesktop\.DBus\.Error\.LimitsExceeded' "$(cat $D/many.out)"
+
+# A Forwarded the daemon cannot queue: a client whose queue in the
+# daemon is over max_outgoing_bytes (64 KiB) while it does not read
+# (NameOwnerChanged signals pile up), and which then sends a call to a
+# name, through the daemon: the Forwarded for it does not fit, and is
+# counted.
+kill $daemon_pid
+wait $daemon_pid 2>/dev/null
+sysp_conf $CONF 3000 8 '<limit name="max_outgoing_bytes">65536</limit>' \
+	'<policy context="default"><allow own_prefix="com.example.churn"/></policy>'
+check "a daemon with max_outgoing_bytes 64 KiB starts" \
+	start_config_bus $CONF $D/bus.afbus $D/bus.sock
+daemon_pid=$BUS_PID
+afbus-protocol serve com.example.P >$D/p2.out 2>&1 &
+_pids="$_pids $!"
+wait_ready $D/p2.out
+p=$(sed -n 's/^ready //p' $D/p2.out)
+rm -f /tmp/proto-lost.in
+mkfifo /tmp/proto-lost.in
+DBUS_AFBUS_SHOW_INTERNAL=1 afbus-protocol client </tmp/proto-lost.in \
+	>/tmp/proto-lost.out 2>&1 &
+_pids="$_pids $!"
+exec 3>/tmp/proto-lost.in
+_proto_n_lost=0
+proto lost 3 "match type='signal',interface='org.freedesktop.DBus',member='NameOwnerChanged'"
+echo "sleep 10000" >&3
+_proto_n_lost=$((_proto_n_lost + 1))
+timeout 60 afbus-signal churn 0 1500 >$D/churn.out 2>&1
+proto lost 3 "send com.example.P / com.example.Proto.Echo s:lost"
+proto lost 3 "read 3000"
+proto lost 3 "wait-signals Forwarded 1 100"
+expect_eq "a client over its queue limit: the daemon could not queue its Forwarded" \
+	"signals Forwarded=0" "$out"
+# The next message it sends through the daemon (all do, while it waits
+# for that Forwarded) brings ForwardedLost (1) before its own Forwarded,
+proto lost 3 "call $p / com.example.Proto.Echo 20000 s:repair"
+expect_match "... its next call, through the daemon, is answered" '^reply repair$' "$out"
+proto lost 3 "wait-signals ForwardedLost 1 2000"
+expect_eq "... and brings it ForwardedLost" "signals ForwardedLost=1" "$out"
+# and from then on its calls go straight to their callee again.
+kill -STOP $daemon_pid
+proto lost 3 "call $p / com.example.Proto.Echo 3000 s:direct"
+kill -CONT $daemon_pid
+expect_match "... then its calls go straight to their callee (the daemon stopped)" \
+	'^reply direct$' "$out"
+
 
 exec 3>&- 4>&- 7>&-
 finish

@@ -652,10 +652,11 @@ handle_internal (DBusAfbusClient    *client,
 
 /*
  * The client side of org.freedesktop.DBus.AF_BUS.Forwarded: the daemon
- * tells us where a well-known name lives.  *eaten is set when @message
- * is a Forwarded: it is ours, and the application sees it only with
- * DBUS_AFBUS_SHOW_INTERNAL=1 in the environment (tests use it to count
- * the messages that went through the daemon).  FALSE if no memory.
+ * tells us where a well-known name lives; and of ForwardedLost.  *eaten
+ * is set when @message is one of them: it is ours, and the application
+ * sees it only with DBUS_AFBUS_SHOW_INTERNAL=1 in the environment (tests
+ * use it to count the messages that went through the daemon).  FALSE if
+ * no memory.
  */
 static dbus_bool_t
 handle_forwarded (DBusAfbusClient    *client,
@@ -670,8 +671,32 @@ handle_forwarded (DBusAfbusClient    *client,
   DBusError error = DBUS_ERROR_INIT;
 
   *eaten = FALSE;
-  if (!dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "Forwarded") ||
-      !dbus_message_has_sender (message, DBUS_SERVICE_DBUS))
+  if (!dbus_message_has_sender (message, DBUS_SERVICE_DBUS))
+    return TRUE;
+
+  /* ForwardedLost (u count): the daemon could not queue the Forwarded
+   * of @count of our messages (our queue in it was full); they are no
+   * longer in it. */
+  if (dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "ForwardedLost"))
+    {
+      dbus_uint32_t count;
+
+      *eaten = !client->show_forwarded;
+      switch (get_arg (message, DBUS_TYPE_UINT32, &count))
+        {
+        case ARG_NO_MEMORY:
+          return FALSE;
+        case ARG_BAD:
+          return TRUE;
+        case ARG_OK:
+        default:
+          break;
+        }
+      _dbus_afbus_name_cache_forwarded_lost (client->names, count);
+      return TRUE;
+    }
+
+  if (!dbus_message_is_signal (message, DBUS_INTERFACE_AFBUS, "Forwarded"))
     return TRUE;
 
   *eaten = !client->show_forwarded;
