@@ -90,7 +90,8 @@
 #   AFBUS_BENCH_RUNS=3, AFBUS_BENCH_CALLS=10000, AFBUS_BENCH_WARMUP=500,
 #   AFBUS_BENCH_DELIVERIES=3000, AFBUS_BENCH_SUBS=1,4,16,64,
 #   AFBUS_BENCH_GROWTH_CALLS=1000, AFBUS_BENCH_PEERS=1,16,64,256,
-#   AFBUS_BENCH_RULES=1,16,64,256, AFBUS_BENCH_ONLY=rtt,raw,signals,peers,rules
+#   AFBUS_BENCH_RULES=1,16,64,256,
+#   AFBUS_BENCH_ONLY=rtt,raw,signals,peers,rules,gdbus,sdbus
 #                           --bench: iterations and what runs (see
 #                           tests/bench/run-bench)
 #   AFBUS_BENCH_MODES=icount,wall
@@ -520,7 +521,13 @@ main() {
 	[ $debug = 0 ] || use_debug_kernel
 	if [ "$system" = only ]; then
 		[ $debug = 0 ] || die "--system boots the AF_BUS kernel package, not the debug kernel"
-		"$AFBUS_TOP/build-aux/install-deps.sh" >&2
+		# the test programs the image carries (build/tests) are make
+		# all's; a stale one would be tested in the image
+		if [ "${AFBUS_SKIP_BUILD:-0}" != 1 ]; then
+			build >&2
+		else
+			"$AFBUS_TOP/build-aux/install-deps.sh" >&2
+		fi
 		system_build
 		if [ "$mode" = shell ]; then
 			system_qemu "${AFBUS_SYSTEM_KERNEL:-afbus}" shell

@@ -115,9 +115,11 @@ build_key() {
 			cat "$DBUS_PATCHES/$p"
 		done
 		printf '%s\n' "${CONFIGURE_FLAGS[@]}"
-		dpkg-buildflags --get CFLAGS
-		dpkg-buildflags --get LDFLAGS
-		dpkg-buildflags --get CPPFLAGS
+		# without -ffile-prefix-map, which names the directory the
+		# build started from
+		for p in CFLAGS LDFLAGS CPPFLAGS; do
+			dpkg-buildflags --get $p | sed 's/ *-ffile-prefix-map=[^ ]*//g'
+		done
 		sha256sum <"$0"
 		gcc --version | head -1
 	} | sha256sum | cut -d' ' -f1

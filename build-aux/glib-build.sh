@@ -114,14 +114,23 @@ ensure_tools() {
 		die "apt-get install$missing failed (see $LOG)"
 }
 
-cflags() { DEB_BUILD_MAINT_OPTIONS=hardening=+bindnow dpkg-buildflags --get "$1"; }
+# dpkg-buildflags maps the directory it runs in away (-ffile-prefix-map):
+# asked from the source tree, as dpkg-buildpackage does; the keys leave
+# that one flag out, so that they do not depend on where a build started.
+cflags() {
+	(cd "$GLIB_SRC" && DEB_BUILD_MAINT_OPTIONS=hardening=+bindnow dpkg-buildflags --get "$1")
+}
+key_flags() {
+	DEB_BUILD_MAINT_OPTIONS=hardening=+bindnow dpkg-buildflags --get "$1" |
+		sed 's/ *-ffile-prefix-map=[^ ]*//g'
+}
 
 configure_key() {
 	{
 		basename "$1"
 		sha256sum "$1" | cut -d' ' -f1
 		printf '%s\n' "${MESON_FLAGS[@]}"
-		cflags CFLAGS; cflags CPPFLAGS; cflags LDFLAGS
+		key_flags CFLAGS; key_flags CPPFLAGS; key_flags LDFLAGS
 		sed -n '/^MESON_FLAGS=/,/^)/p' "$0"
 		meson --version
 		gcc --version | head -1

@@ -70,8 +70,8 @@ slow "a legacy caller" "$UX"
 # queue before B's, so each of the service's passes ends with B refusing
 # last, and the kernel watches only B for room (one recipient per
 # socket, as AF_UNIX).  A alone reads again: it gets all its replies
-# while B still does not read (the transport tries again every 100 ms
-# while more than one recipient is full; before, A waited for B).
+# while B still does not read (the transport has the kernel tell it when
+# each full recipient has room, BUS_ROOM_NOTIFY; before, A waited for B).
 as_nobody /tmp/sc-a.out "DBUS_SESSION_BUS_ADDRESS=$AF afbus-slow-caller $svc 20 65536"
 slow_a=$!
 wait_for_line /tmp/sc-a.out '^sent [0-9]+$'

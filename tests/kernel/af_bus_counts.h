@@ -11,7 +11,10 @@
  *   bus_slab  objects of the AF_BUS slab cache, from
  *             /sys/kernel/slab/AF_BUS/objects after writing to its
  *             "shrink" (which flushes the per-CPU slabs and KASAN's
- *             quarantine, so the count is exact; needs CONFIG_SLUB_DEBUG)
+ *             quarantine, so the count is exact; needs CONFIG_SLUB_DEBUG),
+ *             plus the live AF_BUS objects KFENCE allocated: a sampled
+ *             allocation lives in KFENCE's pool, which the cache's
+ *             "objects" does not count (KFENCE's debugfs "objects")
  *
  * Freeing is not always synchronous with close() (a killed process's
  * files are closed by its exit, skbs in flight hold their socket), so
@@ -28,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mount.h>
 
 #define BUS_SLAB_DIR	"/sys/kernel/slab/AF_BUS"
 
@@ -90,6 +94,55 @@ static inline long bus_count_proc_lines(void)
 	return n;
 }
 
+#define BUS_KFENCE_OBJECTS	"/sys/kernel/debug/kfence/objects"
+
+/*
+ * Live AF_BUS objects in KFENCE's pool: 0 without KFENCE (or with it
+ * off, kfence.sample_interval=0), -1 if they cannot be read. Each object
+ * of the debugfs file is a block ended by a line of dashes, which says
+ * "cache=NAME" on its first line and "freed by task" once freed.
+ */
+static inline long bus_count_kfence(void)
+{
+	char line[256];
+	bool live = false;
+	long n = 0;
+	FILE *f;
+
+	if (access("/sys/module/kfence", F_OK))
+		return 0;
+	f = fopen(BUS_KFENCE_OBJECTS, "r");
+	if (!f && errno == ENOENT) {
+		/* the guest mounts debugfs only at the end of its run */
+		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+		f = fopen(BUS_KFENCE_OBJECTS, "r");
+	}
+	if (!f) {
+		/* KFENCE off at boot makes no debugfs directory */
+		f = fopen("/sys/module/kfence/parameters/sample_interval", "r");
+		if (f && fscanf(f, "%ld", &n) == 1 && n == 0) {
+			fclose(f);
+			return 0;
+		}
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "kfence-#", 8))
+			live = strstr(line, ", cache=AF_BUS\n") != NULL;
+		else if (!strncmp(line, "freed by task", 13))
+			live = false;
+		else if (!strncmp(line, "-----", 5)) {
+			n += live;
+			live = false;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
 /* Objects allocated in the AF_BUS slab cache, or -1. */
 static inline long bus_count_slab(void)
 {
@@ -114,6 +167,11 @@ static inline long bus_count_slab(void)
 	if (fscanf(f, "%ld", &n) != 1)
 		n = -1;
 	fclose(f);
+	if (n >= 0) {
+		long k = bus_count_kfence();
+
+		n = k < 0 ? -1 : n + k;
+	}
 	return n;
 }
 

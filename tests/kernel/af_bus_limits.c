@@ -933,7 +933,12 @@ TEST(role_race)
 	for (i = 0; i < 200 && (i == 0 || bus_elapsed_ms(&start) < 10000); i++) {
 		r.stop = 0;
 		r.bus = bus_name_abstract();
-		r.fd = socket(AF_BUS, SOCK_SEQPACKET, 0);
+		/* non-blocking, so that the other thread's accept4() cannot
+		 * wait for a connection that never comes once it took the
+		 * one of this round (SOCK_NONBLOCK in accept4()'s flags is
+		 * the new socket's, not the call's)
+		 */
+		r.fd = socket(AF_BUS, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
 		ASSERT_LE(0, r.fd);
 		ASSERT_EQ(0, pthread_create(&t, NULL, role_race_setopt, &r));
 		ASSERT_OK(bus_bind_name(r.fd, &r.bus));

@@ -11,8 +11,10 @@
 # the kernel alone; names: a queued owner gets the name when the first
 # leaves, as on unix:, and a watcher sees each owner; file descriptors
 # (GUnixFDList) through the kernel; signals filtered in the kernel by
-# the subscribers' rules; an afbus: entry that does not connect falls
-# back to the next address, and a malformed one is refused.
+# the subscribers' rules (the rule in nfdbus, nothing queued to a
+# stopped subscriber's socket that its rule does not match); an afbus:
+# entry that does not connect falls back to the next address, and a
+# malformed one is refused.
 # Runs in the Debian root file system (tests/guest/rootfs).
 . /usr/libexec/afbus/dbus-test-lib.sh
 cd /tmp
@@ -122,8 +124,26 @@ mon=$!
 _pids="$_pids $l2 $mon"
 wait_ready /tmp/gdbus-l1.out /tmp/gdbus-l2.out
 sleep 1
+# The subscriptions' rules are in the kernel (nfdbus): with both
+# subscribers stopped (SIGSTOP: nothing read), the kernel queues the 3
+# signals to the matching one's socket and none to the other's (RecvQ
+# of /proc/net/bus).
+l2name=$(sed -n 's/^ready //p' /tmp/gdbus-l2.out)
+l2addr=0x0000$(printf '%012x' "0x${l2name#:0.}")
+expect_match "the kernel has the GDBus subscriber's rule (g_dbus_connection_signal_subscribe)" \
+	"^$l2addr	.*interface='com\\.example\\.Echo'" "$(nfdbus-ctl list "$bus" "$l2addr" 2>&1)"
+# recvq PID: messages queued to PID's AF_BUS client socket
+recvq() {
+	awk -v i="$(bus_client_sockets "$1" | head -n 1)" '$2 == i && $4 == "client" { print $8 }' /proc/net/bus
+}
+kill -STOP $l1 $l2
+q1=$(recvq $l1) q2=$(recvq $l2)
 $GDBUS call --session --dest com.example.GEcho --object-path / \
 	--method com.example.Echo.Emit hello 3 >/dev/null 2>&1
+sleep 0.5
+expect_eq "the kernel queued the 3 signals to the stopped matching subscriber, none to the other" \
+	"3 0" "$(($(recvq $l1) - ${q1:-99})) $(($(recvq $l2) - ${q2:-99}))"
+kill -CONT $l1 $l2
 wait_exit $l1
 expect_eq "a GDBus subscriber gets the GDBus service's 3 signals, in order" \
 	"Ping $gname hello 1

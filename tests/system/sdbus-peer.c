@@ -217,6 +217,23 @@ static const sd_bus_vtable vtable[] = {
 	SD_BUS_VTABLE_END
 };
 
+/* Dispatch the bus's messages until a signal handler sets quit. */
+static void dispatch_until_quit(void)
+{
+	int r;
+
+	while (!quit) {
+		r = sd_bus_process(bus, NULL);
+		if (r < 0)
+			die("process", r);
+		if (r > 0)
+			continue;
+		r = sd_bus_wait(bus, UINT64_MAX);
+		if (r < 0 && r != -EINTR)
+			die("wait", r);
+	}
+}
+
 static int serve(const char *name)
 {
 	const char *unique;
@@ -232,16 +249,7 @@ static int serve(const char *name)
 	sd_bus_get_unique_name(bus, &unique);
 	printf("ready %s %s\n", unique, family());
 	fflush(stdout);
-	while (!quit) {
-		r = sd_bus_process(bus, NULL);
-		if (r < 0)
-			die("process", r);
-		if (r > 0)
-			continue;
-		r = sd_bus_wait(bus, UINT64_MAX);
-		if (r < 0 && r != -EINTR)
-			die("wait", r);
-	}
+	dispatch_until_quit();
 	sd_bus_flush(bus);
 	return 0;
 }
@@ -450,16 +458,7 @@ static int listen_rule(const char *rule)
 		die("AddMatch", r);
 	sd_bus_get_unique_name(bus, &unique);
 	printf("ready %s %s\n", unique, family());
-	while (!quit) {
-		r = sd_bus_process(bus, NULL);
-		if (r < 0)
-			die("process", r);
-		if (r > 0)
-			continue;
-		r = sd_bus_wait(bus, UINT64_MAX);
-		if (r < 0 && r != -EINTR)
-			die("wait", r);
-	}
+	dispatch_until_quit();
 	return 0;
 }
 

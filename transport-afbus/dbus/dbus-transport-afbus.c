@@ -83,14 +83,30 @@ typedef struct DBusTransportAfbus DBusTransportAfbus;
  * EAGAIN) waits in the connection's outgoing queue, with the later
  * messages to that client behind it, while later messages to other
  * clients' unique addresses and calls to the bus driver go on
- * (do_writing()): one client that does not read holds up only what is
+ * (write_pass()): one client that does not read holds up only what is
  * sent to it, as dbus-daemon holds a message for a slow client in that
- * client's own queue.  Up to this many full clients per pass; one
- * more, or a message that could reach a full client another way (one
- * the daemon forwards, a name's address, a signal), and the pass waits
- * as a whole.
+ * client's own queue.  A message that could reach a full client another
+ * way (one the daemon forwards, a name's address, a signal) waits
+ * behind what waits for it: it ends the pass.
+ *
+ * The kernel tells the socket when each recipient that refused it may
+ * have room again (BUS_ROOM_NOTIFY, af_bus.rst "Room notifications"):
+ * a send refused for lack of room leaves a room watch for the address
+ * it named, which becomes a notification on the socket's error queue
+ * (POLLERR; recv(MSG_ERRQUEUE) gives the address) once that recipient
+ * read or left.  The transport keeps the addresses it waits for (the
+ * blocked ones); their messages are not tried again until their
+ * notification comes, then in order.  POLLOUT then means only that the
+ * socket's own send buffer and its user's budget have room, so the
+ * write watch is off while everything left to send waits for
+ * notifications (write_stalled).  There is no bound on the number of
+ * full recipients but the kernel's (BUS_ROOM_WATCH_MAX destinations,
+ * then ENOBUFS: the message is undeliverable) and no timer.
+ *
+ * A kernel without BUS_ROOM_NOTIFY makes the socket writable again
+ * only once the last recipient that refused it has read: there the
+ * first refusal ends the pass, and everything waits for that recipient.
  */
-#define AFBUS_MAX_FULL_PEERS 16
 
 /*
  * At most this many messages waiting for one full client are looked at
@@ -98,26 +114,21 @@ typedef struct DBusTransportAfbus DBusTransportAfbus;
  * at the head of the queue, so a long queue to one client that does not
  * read (10000 calls in flight, say) would otherwise be walked again on
  * every write, making each pass cost as much as the queue.  A message
- * to another client that waits behind them goes at a later pass.  The
- * 128 replies a caller may await on the system bus stay below it, so
- * callers that stop reading, up to AFBUS_MAX_FULL_PEERS of them, never
- * hold up the replies to the others there.
+ * to another client that waits behind them goes once that client read.
+ * The 128 replies a caller may await on the system bus stay below it,
+ * so callers that stop reading never hold up the replies to the others
+ * there.
  */
 #define AFBUS_MAX_STEPPED_OVER 256
 
-/*
- * After a send fails with EAGAIN, the kernel makes the socket writable
- * again once the recipient that refused it has read (or left), and
- * watches only that one recipient per socket, as an AF_UNIX datagram
- * socket does its peer.  A pass that ended with more than one full
- * recipient would then wait for the last of them alone: the others
- * could read everything and get nothing more until it does.  So, while
- * more than one was full at the end of the last pass, the transport
- * tries again every this many milliseconds: a timeout on the
- * connection for an application's main loop, a shorter poll in
- * afbus_do_iteration() for a blocking one.
- */
-#define AFBUS_RETRY_WRITING_MS 100
+/* A destination that refused a message for lack of room, whose room
+ * notification has not come yet. */
+typedef struct
+{
+  dbus_uint64_t addr;                   /**< The address the send named */
+  unsigned int stepped_over;            /**< Its messages stepped over in
+                                         *   this pass */
+} AfbusBlocked;
 
 /* Is @addr one client's unique address (not the daemon's, a name's or
  * the multicast one)? */
@@ -134,10 +145,13 @@ struct DBusTransportAfbus
   DBusSocket fd;                        /**< The AF_BUS socket */
   DBusWatch *read_watch;                /**< Watch for readability */
   DBusWatch *write_watch;               /**< Watch for writability */
-  DBusTimeout *retry_timeout;           /**< Writes again while more than
-                                         *   one recipient is full
-                                         *   (AFBUS_RETRY_WRITING_MS) */
-  dbus_bool_t retry_added;              /**< It is on the connection */
+  dbus_bool_t room_notify;              /**< BUS_ROOM_NOTIFY is on */
+  AfbusBlocked *blocked;                /**< Destinations waiting for
+                                         *   their room notification */
+  unsigned int n_blocked;               /**< How many */
+  unsigned int blocked_size;            /**< Allocated */
+  dbus_bool_t write_stalled;            /**< All that is left to send
+                                         *   waits for notifications */
   DBusTimeout *reply_timer;             /**< Client: fires at the first
                                          *   deadline of deadlines */
   dbus_bool_t reply_timer_added;        /**< It is on the connection */
@@ -161,35 +175,116 @@ struct DBusTransportAfbus
                                          *   client: no routing, no auth */
 };
 
-/*
- * Puts the retry timeout on the connection (@retry) or takes it off.
- * Called with the connection locked, where nothing is in progress: the
- * connection drops its lock while it tells the application's main loop.
- */
-static void
-set_retry_writing (DBusTransportAfbus *afbus_transport,
-                   dbus_bool_t         retry)
+/* The index of @addr among the blocked destinations, or -1. */
+static int
+blocked_find (DBusTransportAfbus *afbus_transport,
+              dbus_uint64_t       addr)
 {
-  DBusTransport *transport = (DBusTransport *) afbus_transport;
+  unsigned int i;
 
-  if (retry == afbus_transport->retry_added || transport->connection == NULL)
-    return;
+  for (i = 0; i < afbus_transport->n_blocked; i++)
+    if (afbus_transport->blocked[i].addr == addr)
+      return i;
+  return -1;
+}
 
-  if (retry)
+/* Records that @addr refused a message and left a room watch; FALSE on
+ * OOM. */
+static dbus_bool_t
+blocked_add (DBusTransportAfbus *afbus_transport,
+             dbus_uint64_t       addr)
+{
+  AfbusBlocked *b;
+
+  if (blocked_find (afbus_transport, addr) >= 0)
+    return TRUE;
+
+  if (afbus_transport->n_blocked == afbus_transport->blocked_size)
     {
-      /* Without memory: as before, the last full recipient's reading
-       * makes the socket writable. */
-      if (!_dbus_connection_add_timeout_unlocked (transport->connection,
-                                                  afbus_transport->retry_timeout))
-        return;
-    }
-  else
-    {
-      _dbus_connection_remove_timeout_unlocked (transport->connection,
-                                                afbus_transport->retry_timeout);
+      unsigned int size = afbus_transport->blocked_size ?
+        afbus_transport->blocked_size * 2 : 8;
+
+      b = dbus_realloc (afbus_transport->blocked, size * sizeof (*b));
+      if (b == NULL)
+        return FALSE;
+      afbus_transport->blocked = b;
+      afbus_transport->blocked_size = size;
     }
 
-  afbus_transport->retry_added = retry;
+  b = &afbus_transport->blocked[afbus_transport->n_blocked++];
+  b->addr = addr;
+  b->stepped_over = 0;
+  _dbus_verbose (" %016" PRIx64 " is full: its messages wait for its room"
+                 " notification (%u destination(s) waiting)\n", addr,
+                 afbus_transport->n_blocked);
+  return TRUE;
+}
+
+/*
+ * Takes the room notifications the kernel queued: each destination
+ * named may have room again, and its messages are tried at the next
+ * pass.  Returns how many were taken.
+ */
+static unsigned int
+take_room_notifications (DBusTransportAfbus *afbus_transport)
+{
+  unsigned int n = 0;
+  struct bus_addr dest;
+  int i, len;
+
+  for (;;)
+    {
+      len = recv (afbus_transport->fd.fd, &dest, sizeof (dest),
+                  MSG_ERRQUEUE | MSG_DONTWAIT);
+      if (len < 0 && errno == EINTR)
+        continue;
+      if (len != (int) sizeof (dest))
+        break;
+
+      n++;
+      i = blocked_find (afbus_transport, dest.s_addr);
+      _dbus_verbose (" room notification for %016" PRIx64 "%s\n",
+                     (dbus_uint64_t) dest.s_addr,
+                     i < 0 ? " (not waited for)" : "");
+      if (i >= 0)
+        afbus_transport->blocked[i] =
+          afbus_transport->blocked[--afbus_transport->n_blocked];
+    }
+
+  if (n > 0)
+    afbus_transport->write_stalled = FALSE;
+  return n;
+}
+
+/* poll() on the socket, without waiting: its revents for @events
+ * (POLLERR and POLLHUP are always reported). */
+static short
+poll_now (DBusTransportAfbus *afbus_transport,
+          short               events)
+{
+  DBusPollFD poll_fd;
+
+  poll_fd.fd = _dbus_socket_get_pollable (afbus_transport->fd);
+  poll_fd.events = events;
+  poll_fd.revents = 0;
+  if (_dbus_poll (&poll_fd, 1, 0) <= 0)
+    return 0;
+  return poll_fd.revents;
+}
+
+/*
+ * With room notifications on, a POLLERR may be only notifications:
+ * they are taken, and TRUE returned unless an error is pending too (or
+ * the socket hung up meanwhile: then the read watch sees it).
+ */
+static dbus_bool_t
+error_was_room (DBusTransportAfbus *afbus_transport)
+{
+  if (!afbus_transport->room_notify)
+    return FALSE;
+
+  take_room_notifications (afbus_transport);
+  return (poll_now (afbus_transport, 0) & _DBUS_POLLERR) == 0;
 }
 
 /*
@@ -232,17 +327,11 @@ timeout_as_watch (DBusTransportAfbus *afbus_transport,
   return ok;
 }
 
-/* The retry timeout's handler: a write as if the socket were writable. */
-static dbus_bool_t
-retry_writing (void *data)
-{
-  return timeout_as_watch (data, TRUE, DBUS_WATCH_WRITABLE);
-}
-
 /*
  * Puts the reply timer on the connection for the first deadline of our
  * calls, or takes it off when none waits.  Called with the connection
- * locked, as set_retry_writing().
+ * locked, where nothing is in progress: the connection drops its lock
+ * while it tells the application's main loop.
  */
 static void
 set_reply_timer (DBusTransportAfbus *afbus_transport)
@@ -284,7 +373,6 @@ free_watches (DBusTransport *transport)
 {
   DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
 
-  set_retry_writing (afbus_transport, FALSE);
   if (afbus_transport->reply_timer_added && transport->connection != NULL)
     _dbus_connection_remove_timeout_unlocked (transport->connection,
                                               afbus_transport->reply_timer);
@@ -320,7 +408,7 @@ afbus_finalize (DBusTransport *transport)
                  afbus_transport->n_dropped);
 
   free_watches (transport);
-  _dbus_timeout_unref (afbus_transport->retry_timeout);
+  dbus_free (afbus_transport->blocked);
   _dbus_timeout_unref (afbus_transport->reply_timer);
   _dbus_afbus_client_free (afbus_transport->client);
   _dbus_transport_finalize_base (transport);
@@ -339,9 +427,10 @@ check_write_watch (DBusTransport *transport)
   _dbus_transport_ref (transport);
 
   if (_dbus_transport_try_to_authenticate (transport))
-    needed = _dbus_connection_has_messages_to_send_unlocked (transport->connection) ||
-      (afbus_transport->client != NULL &&
-       _dbus_afbus_client_next_internal (afbus_transport->client) != NULL);
+    needed = (_dbus_connection_has_messages_to_send_unlocked (transport->connection) ||
+              (afbus_transport->client != NULL &&
+               _dbus_afbus_client_next_internal (afbus_transport->client) != NULL)) &&
+      !afbus_transport->write_stalled;
   else if (transport->send_credentials_pending)
     needed = TRUE;
   else
@@ -836,6 +925,43 @@ send_message (DBusTransportAfbus *afbus_transport,
 }
 
 /*
+ * send_message() (@stamped as there), telling a recipient without room from the socket's
+ * own lack of room.  Both fail with EAGAIN; with room notifications
+ * on, the first leaves a room watch and leaves the socket writable,
+ * the second makes it not writable until there is room (af_bus.rst).
+ * A send refused while the socket is writable is tried once more, in
+ * case the socket's own room came between the two; refused again while
+ * writable, *recipient_full is set: a watch waits for @dest.
+ */
+static int
+send_checked (DBusTransportAfbus *afbus_transport,
+              DBusMessage        *message,
+              const DBusHeader   *stamped,
+              dbus_bool_t         addressed,
+              dbus_uint64_t       dest,
+              dbus_bool_t        *recipient_full)
+{
+  int bytes, attempt;
+
+  *recipient_full = FALSE;
+  for (attempt = 0; attempt < 2; attempt++)
+    {
+      bytes = send_message (afbus_transport, message, stamped, addressed,
+                            dest);
+      if (bytes >= 0 || !afbus_transport->room_notify ||
+          !_dbus_get_is_errno_eagain_or_ewouldblock (errno))
+        return bytes;
+      if (!(poll_now (afbus_transport, _DBUS_POLLOUT) & _DBUS_POLLOUT))
+        break;
+      if (attempt == 1)
+        *recipient_full = TRUE;
+    }
+
+  errno = EAGAIN;
+  return -1;
+}
+
+/*
  * Writes a bus client's own messages to the daemon (peer watches,
  * dbus-bus-afbus.c).  TRUE when all are written; FALSE when the socket
  * is full (or the transport broke).
@@ -849,15 +975,32 @@ write_internal (DBusTransportAfbus *afbus_transport)
   if (afbus_transport->client == NULL)
     return !transport->disconnected;
 
+  /* The daemon's queue was full: wait for its notification. */
+  if (_dbus_afbus_client_next_internal (afbus_transport->client) != NULL &&
+      blocked_find (afbus_transport, DBUS_AFBUS_MASTER) >= 0)
+    {
+      afbus_transport->write_stalled = TRUE;
+      return FALSE;
+    }
+
   while ((message = _dbus_afbus_client_next_internal (afbus_transport->client)) != NULL &&
          !transport->disconnected)
     {
+      dbus_bool_t full;
       int saved_errno;
 
-      if (send_message (afbus_transport, message, NULL, FALSE,
-                        DBUS_AFBUS_MASTER) < 0)
+      if (send_checked (afbus_transport, message, NULL, FALSE,
+                        DBUS_AFBUS_MASTER, &full) < 0)
         {
           saved_errno = errno;
+          if (full)
+            {
+              /* Without memory to remember it: the write watch stays
+               * on and tries again. */
+              if (blocked_add (afbus_transport, DBUS_AFBUS_MASTER))
+                afbus_transport->write_stalled = TRUE;
+              return FALSE;
+            }
           if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno) ||
               _dbus_get_is_errno_epipe (saved_errno) ||
               _dbus_get_is_errno_enomem (saved_errno))
@@ -875,24 +1018,28 @@ write_internal (DBusTransportAfbus *afbus_transport)
   return !transport->disconnected;
 }
 
-/* One pass over the outgoing queue; returns false on oom.  *n_refused
- * counts the sends that failed with EAGAIN: once per full client, plus
- * the one that ended the pass, if any (which may have been to one of
- * them: then a retry comes needlessly). */
+/*
+ * One pass over the outgoing queue; returns false on oom.  Sets
+ * write_stalled when what is left waits for room notifications only.
+ */
 static dbus_bool_t
-write_pass (DBusTransport *transport,
-            unsigned int  *n_refused)
+write_pass (DBusTransport *transport)
 {
   DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
   /* A bus client, which routes its own messages (not the daemon's side
    * of a connection, nor a relay). */
   DBusAfbusClient *client = afbus_transport->client;
   dbus_bool_t routes = client != NULL;
-  dbus_uint64_t full[AFBUS_MAX_FULL_PEERS];
-  unsigned int stepped_over[AFBUS_MAX_FULL_PEERS];
-  unsigned int n_full = 0, i;
+  /* A message waits for a full recipient: only messages that cannot
+   * reach it may pass. */
+  dbus_bool_t held = FALSE;
   DBusList *link, *next;
+  unsigned int i;
   int total = 0;
+
+  afbus_transport->write_stalled = FALSE;
+  for (i = 0; i < afbus_transport->n_blocked; i++)
+    afbus_transport->blocked[i].stepped_over = 0;
 
   if (!_dbus_transport_try_to_authenticate (transport) ||
       transport->disconnected)
@@ -908,12 +1055,17 @@ write_pass (DBusTransport *transport,
       dbus_bool_t counted = FALSE;
       dbus_uint64_t dest = DBUS_AFBUS_MASTER;
       dbus_bool_t addressed = FALSE;
+      dbus_bool_t unicast, full;
       dbus_bool_t stamped_used = FALSE;
       DBusHeader stamped;
-      int bytes, saved_errno;
+      int bytes, saved_errno, b;
 
+      /* The rest at the next iteration: the socket is writable. */
       if (total > afbus_transport->max_bytes_written_per_iteration)
-        return TRUE;
+        {
+          afbus_transport->write_stalled = FALSE;
+          return TRUE;
+        }
 
       next = _dbus_connection_get_next_link_to_send (transport->connection,
                                                      link);
@@ -953,28 +1105,35 @@ write_pass (DBusTransport *transport,
           dest = _dbus_afbus_client_route (client, message, &counted);
           addressed = (dest != DBUS_AFBUS_MASTER);
         }
+      unicast = addressed && AFBUS_IS_CLIENT_UNICAST (dest);
 
-      /* Once a recipient was full in this pass, only a message to
-       * another client's unique address, or a call to the bus driver,
-       * may pass the messages that wait: neither can reach a full
-       * recipient before what waits for it.  (A service that asks the
-       * daemon about a caller before answering it, as system services
-       * do, goes on answering the others.)  A message to a full
-       * recipient waits behind the ones before it; anything else (a
-       * message the daemon forwards, a name's address, a signal, which
-       * may reach any client) stops the pass. */
-      if (n_full > 0 && !(routes && _dbus_afbus_is_driver_call (message)))
+      /* A destination waiting for its room notification: a message to
+       * a client waits behind the ones before it, up to
+       * AFBUS_MAX_STEPPED_OVER; one to any other address ends the
+       * pass. */
+      b = blocked_find (afbus_transport, dest);
+      if (b >= 0)
         {
-          if (!addressed || !AFBUS_IS_CLIENT_UNICAST (dest))
+          afbus_transport->write_stalled = TRUE;
+          if (!unicast ||
+              ++afbus_transport->blocked[b].stepped_over > AFBUS_MAX_STEPPED_OVER)
             return TRUE;
-          for (i = 0; i < n_full && full[i] != dest; i++)
-            ;
-          if (i < n_full)
-            {
-              if (++stepped_over[i] > AFBUS_MAX_STEPPED_OVER)
-                return TRUE;
-              continue;
-            }
+          held = TRUE;
+          continue;
+        }
+
+      /* Once a message waits for a full recipient, only a message to
+       * another client's unique address, or a call to the bus driver,
+       * may pass it: neither can reach a full recipient before what
+       * waits for it.  (A service that asks the daemon about a caller
+       * before answering it, as system services do, goes on answering
+       * the others.)  Anything else (a message the daemon forwards, a
+       * name's address, a signal, which may reach any client) ends the
+       * pass. */
+      if (held && !unicast && !(routes && _dbus_afbus_is_driver_call (message)))
+        {
+          afbus_transport->write_stalled = TRUE;
+          return TRUE;
         }
 
       /* SENDER: ours, to a peer */
@@ -983,8 +1142,9 @@ write_pass (DBusTransport *transport,
                                             &stamped_used))
         return FALSE;
 
-      bytes = send_message (afbus_transport, message,
-                            stamped_used ? &stamped : NULL, addressed, dest);
+      bytes = send_checked (afbus_transport, message,
+                            stamped_used ? &stamped : NULL, addressed, dest,
+                            &full);
       saved_errno = errno;
       if (stamped_used)
         {
@@ -1004,8 +1164,10 @@ write_pass (DBusTransport *transport,
           _dbus_verbose (" %016" PRIx64 " has no owner: through the daemon\n",
                          dest);
           addressed = FALSE;
+          unicast = FALSE;
           dest = DBUS_AFBUS_MASTER;
-          bytes = send_message (afbus_transport, message, NULL, FALSE, dest);
+          bytes = send_checked (afbus_transport, message, NULL, FALSE, dest,
+                                &full);
           saved_errno = errno;
         }
 
@@ -1031,25 +1193,29 @@ write_pass (DBusTransport *transport,
           _dbus_connection_message_link_sent_unlocked (transport->connection,
                                                        link);
         }
-      else if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno) &&
-               addressed && AFBUS_IS_CLIENT_UNICAST (dest) &&
-               n_full < _DBUS_N_ELEMENTS (full))
+      else if (full)
         {
-          /* This recipient is full: its messages wait, in order, and
-           * the next ones to other clients go on.  Its reading (or a
-           * send to another recipient) makes the socket writable
-           * again, if it was the last to refuse; else the retry
-           * (do_writing()) comes back to it. */
-          stepped_over[n_full] = 0;
-          full[n_full++] = dest;
-          (*n_refused)++;
+          /* The recipient has no room: the kernel tells us when it
+           * may have (take_room_notifications()).  A client's messages
+           * wait, in order, and the next ones to other clients go on;
+           * a message to any other address ends the pass.  (Without
+           * memory to remember it, the pass waits as a whole: the
+           * write watch comes back to it.) */
+          if (!blocked_add (afbus_transport, dest))
+            return TRUE;
+          afbus_transport->write_stalled = TRUE;
+          if (!unicast)
+            return TRUE;
+          held = TRUE;
         }
       else if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno) ||
                _dbus_get_is_errno_epipe (saved_errno))
         {
-          /* Wait for room (or, on EPIPE, for the hangup to be read). */
-          if (_dbus_get_is_errno_eagain_or_ewouldblock (saved_errno))
-            (*n_refused)++;
+          /* The socket's own send buffer or its user's budget is used
+           * up (or, without room notifications, a recipient has no
+           * room): POLLOUT tells when to go on.  On EPIPE, wait for
+           * the hangup to be read. */
+          afbus_transport->write_stalled = FALSE;
           return TRUE;
         }
       else if (saved_errno == ECONNREFUSED || saved_errno == EHOSTUNREACH ||
@@ -1058,7 +1224,8 @@ write_pass (DBusTransport *transport,
                saved_errno == EPERM || saved_errno == EACCES ||
                saved_errno == EDQUOT)
         {
-          /* ENOBUFS: the kernel could not allocate the message;
+          /* ENOBUFS: the kernel could not allocate the message, or the
+           * socket watches BUS_ROOM_WATCH_MAX full destinations already;
            * retrying in a loop cannot help. */
           if (!message_undeliverable (transport, link, saved_errno))
             return FALSE;
@@ -1079,20 +1246,11 @@ write_pass (DBusTransport *transport,
   return TRUE;
 }
 
-/* Writes what it can; returns false on oom.  Arms the retry when more
- * than one recipient refused a message and something is left to send. */
+/* Writes what it can; returns false on oom. */
 static dbus_bool_t
 do_writing (DBusTransport *transport)
 {
-  unsigned int n_refused = 0;
-  dbus_bool_t ok;
-
-  ok = write_pass (transport, &n_refused);
-  set_retry_writing ((DBusTransportAfbus *) transport,
-                     n_refused > 1 &&
-                     !transport->disconnected &&
-                     _dbus_connection_has_messages_to_send_unlocked (transport->connection));
-  return ok;
+  return write_pass (transport);
 }
 
 static void answer_peer (DBusTransportAfbus *afbus_transport,
@@ -1554,6 +1712,20 @@ afbus_handle_watch (DBusTransport *transport,
       expire_calls (afbus_transport);
     }
 
+  /* POLLERR for room notifications (each watch of the socket is told;
+   * the first takes them): the destinations they name are tried
+   * again. */
+  if ((flags & DBUS_WATCH_ERROR) && error_was_room (afbus_transport))
+    {
+      flags &= ~DBUS_WATCH_ERROR;
+      if (!afbus_transport->write_stalled)
+        {
+          if (!do_writing (transport))
+            return FALSE;
+          check_write_watch (transport);
+        }
+    }
+
   if (!(flags & DBUS_WATCH_READABLE) &&
       error_with_read_to_come (afbus_transport, watch, flags))
     {
@@ -1633,6 +1805,7 @@ afbus_do_iteration (DBusTransport *transport,
 {
   DBusTransportAfbus *afbus_transport = (DBusTransportAfbus *) transport;
   DBusPollFD poll_fd;
+  dbus_bool_t wait_room = FALSE;
   int poll_res;
 
   poll_fd.fd = _dbus_socket_get_pollable (afbus_transport->fd);
@@ -1655,8 +1828,12 @@ afbus_do_iteration (DBusTransport *transport,
 
       if (flags & DBUS_ITERATION_DO_READING)
         poll_fd.events |= _DBUS_POLLIN;
-      if (flags & DBUS_ITERATION_DO_WRITING)
+      /* What is left waits for room notifications, which POLLERR
+       * tells of, not POLLOUT. */
+      if ((flags & DBUS_ITERATION_DO_WRITING) && !afbus_transport->write_stalled)
         poll_fd.events |= _DBUS_POLLOUT;
+      else if ((flags & DBUS_ITERATION_DO_WRITING) && (flags & DBUS_ITERATION_BLOCK))
+        wait_room = TRUE;
     }
   else
     {
@@ -1671,18 +1848,10 @@ afbus_do_iteration (DBusTransport *transport,
         poll_fd.events |= _DBUS_POLLOUT;
     }
 
-  if (poll_fd.events)
+  if (poll_fd.events || wait_room)
     {
       int poll_timeout = (flags & DBUS_ITERATION_BLOCK) ? timeout_milliseconds : 0;
-      /* More than one recipient was full: a blocking iteration tries
-       * again meanwhile, as the retry timeout would in a main loop (a
-       * non-blocking one just wrote, or will at the next). */
-      dbus_bool_t retry = afbus_transport->retry_added &&
-        (flags & DBUS_ITERATION_BLOCK) && (poll_fd.events & _DBUS_POLLOUT);
       int saved_errno;
-
-      if (retry && (poll_timeout < 0 || poll_timeout > AFBUS_RETRY_WRITING_MS))
-        poll_timeout = AFBUS_RETRY_WRITING_MS;
 
       /* A blocking iteration wakes up for the first of our calls whose
        * time is up, as the reply timer would in a main loop. */
@@ -1711,12 +1880,21 @@ afbus_do_iteration (DBusTransport *transport,
 
       if (poll_res > 0)
         {
+          dbus_bool_t room = FALSE;
+
+          /* Room notifications: their destinations are tried again. */
+          if ((poll_fd.revents & _DBUS_POLLERR) && error_was_room (afbus_transport))
+            {
+              poll_fd.revents &= ~_DBUS_POLLERR;
+              room = !afbus_transport->write_stalled;
+            }
+
           if (poll_fd.revents & _DBUS_POLLERR)
             do_io_error (transport);
           else
             {
               dbus_bool_t need_read = (poll_fd.revents & (_DBUS_POLLIN | _DBUS_POLLHUP)) != 0;
-              dbus_bool_t need_write = (poll_fd.revents & _DBUS_POLLOUT) != 0;
+              dbus_bool_t need_write = room || (poll_fd.revents & _DBUS_POLLOUT) != 0;
               dbus_bool_t authentication_completed;
 
               do_authentication (transport, need_read, need_write,
@@ -1730,10 +1908,6 @@ afbus_do_iteration (DBusTransport *transport,
               if (need_write && (flags & DBUS_ITERATION_DO_WRITING))
                 do_writing (transport);
             }
-        }
-      else if (poll_res == 0 && retry && !transport->disconnected)
-        {
-          do_writing (transport);
         }
       else if (poll_res < 0)
         {
@@ -1804,6 +1978,20 @@ afbus_transport_new (DBusSocket        fd,
         }
     }
 
+  if (server_guid == NULL)
+    {
+      int one = 1;
+
+      /* Told when each recipient that refused a message for lack of
+       * room may have room again (write_pass()).  A kernel without the
+       * option: everything waits for the last recipient that refused. */
+      if (setsockopt (fd.fd, SOL_BUS, BUS_ROOM_NOTIFY, &one,
+                      sizeof (one)) == 0)
+        afbus_transport->room_notify = TRUE;
+      else
+        _dbus_verbose ("BUS_ROOM_NOTIFY: %s\n", _dbus_strerror (errno));
+    }
+
   if (server_guid == NULL && !relay)
     {
       int one = 1;
@@ -1834,12 +2022,6 @@ afbus_transport_new (DBusSocket        fd,
   if (afbus_transport->read_watch == NULL)
     goto failed;
 
-  afbus_transport->retry_timeout = _dbus_timeout_new (AFBUS_RETRY_WRITING_MS,
-                                                      retry_writing,
-                                                      afbus_transport, NULL);
-  if (afbus_transport->retry_timeout == NULL)
-    goto failed;
-
   afbus_transport->reply_timer = _dbus_timeout_new (1, reply_timer_fired,
                                                     afbus_transport, NULL);
   if (afbus_transport->reply_timer == NULL)
@@ -1863,8 +2045,6 @@ afbus_transport_new (DBusSocket        fd,
   return (DBusTransport *) afbus_transport;
 
  failed:
-  if (afbus_transport->retry_timeout != NULL)
-    _dbus_timeout_unref (afbus_transport->retry_timeout);
   if (afbus_transport->reply_timer != NULL)
     _dbus_timeout_unref (afbus_transport->reply_timer);
   if (afbus_transport->read_watch != NULL)

@@ -1,0 +1,101 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Many callers that stop reading do not hold up a native service's
+# replies to the others (issue 36, per-recipient flow control).  The
+# service's libdbus asks the kernel for room notifications
+# (BUS_ROOM_NOTIFY, af_bus.rst "Room notifications"): the replies to a
+# caller whose queue is full wait, in order, in the service's outgoing
+# queue until the kernel says that caller read, and the replies to
+# everybody else go on (write_pass() in dbus-transport-afbus.c).  No
+# timer polls the full callers (the service sleeps while nobody else
+# calls) and there is no cap on how many may be full (before, 17 such
+# callers held up every reply).  Nothing is lost: each hostile caller
+# gets all its replies, in order, once it reads; until then they cost
+# the service's memory, at most max_replies_per_connection replies per
+# caller where the bus tracks replies.
+# The 100 hostile callers run as uid 65534, as whom the bus lets anybody
+# connect.
+. /usr/libexec/afbus/dbus-test-lib.sh
+cd /tmp
+
+N=100
+# Each caller's receive buffer (max_outgoing_bytes) holds one 32 KiB
+# reply: three of its four wait in the service.
+start_mixed_bus /tmp/room max_outgoing_bytes=65536 '<allow user="*"/>' ||
+	{ not_ok "the daemon starts"; finish; }
+chmod 0777 "$D/bus.sock"
+export DBUS_SESSION_BUS_ADDRESS=$AF
+legacy="env DBUS_SESSION_BUS_ADDRESS=$UX"
+
+bg sh -c 'afbus-echo-service com.example.Echo >/tmp/room-svc.out 2>&1'
+check "the service gets its name" wait_for_name com.example.Echo
+svc=$(sed -n 's/^ready //p' /tmp/room-svc.out)
+svc_pid=$(pidof afbus-echo-service)
+
+# wakeups PID: how often the process went to sleep and was woken.
+wakeups() {
+	sed -n 's/^voluntary_ctxt_switches:[[:space:]]*//p' "/proc/$1/status"
+}
+
+rm -rf /tmp/room-c
+mkdir /tmp/room-c
+chmod 0777 /tmp/room-c
+as_nobody /tmp/room-c/all.out "for i in \$(seq 1 $N); do
+	DBUS_SESSION_BUS_ADDRESS=$AF afbus-slow-caller $svc 4 32768 >/tmp/room-c/\$i.out 2>&1 &
+done; wait"
+hostile=$!
+i=0
+while [ "$(cat /tmp/room-c/[0-9]*.out 2>/dev/null | grep -c '^sent ')" -lt $N ] &&
+      [ $i -lt 1200 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+expect_eq "$N callers as uid 65534 made 4 calls each, with 32 KiB replies, and stopped reading" \
+	$N "$(cat /tmp/room-c/[0-9]*.out | grep -c '^sent ')"
+pid1=$(sed -n 's/^sent //p' /tmp/room-c/1.out)
+expect_match "... they run as uid 65534" '^Uid:.65534.' \
+	"$(grep '^Uid:' /proc/$pid1/status 2>&1)"
+
+expect_answered_meanwhile "10 calls of another client are answered meanwhile" \
+	"$svc" "$svc"
+expect_answered_meanwhile "... and 10 by the service's name" com.example.Echo
+expect_match "... and 10 with 32 KiB replies" '^calls=10 ok=10 errors=0 ' \
+	"$(timeout 60 afbus-echo-client "$svc" 10 -1 32768 2>&1)"
+
+# (Not a performance assert: a service that polls its full callers with
+# a timer wakes about 15 times in 1.5 s, one that spins burns its CPU.)
+_w0=$(wakeups $svc_pid)
+_t0=$(cpu_ticks $svc_pid)
+sleep 1.5
+_w1=$(wakeups $svc_pid)
+_t1=$(cpu_ticks $svc_pid)
+check "... the service sleeps while the $N callers do not read ($((_w1 - _w0)) wakeups, $((_t1 - _t0)) ticks of CPU in 1.5 s)" \
+	test $((_w1 - _w0)) -lt 5 -a $((_t1 - _t0)) -lt 30
+
+# The first caller reads again: it gets all its replies while the 99
+# others still do not read (its notification is its own).
+kill -USR1 "$pid1"
+wait_for_line /tmp/room-c/1.out '^replies='
+expect_match "caller 1 reads again and gets its 4 replies, in order" \
+	'^replies=4 ok=4 in-order=1 errors=0$' "$(grep '^replies=' /tmp/room-c/1.out)"
+expect_eq "... while the other $((N - 1)) have read nothing" 0 \
+	"$(cat /tmp/room-c/[0-9]*.out | grep -c '^replies=' | awk '{ print $1 - 1 }')"
+
+# Then all read: nothing was lost.
+for f in /tmp/room-c/[0-9]*.out; do
+	p=$(sed -n 's/^sent //p' "$f")
+	[ "$f" = /tmp/room-c/1.out ] || kill -USR1 "$p"
+done
+i=0
+while [ "$(cat /tmp/room-c/[0-9]*.out | grep -c '^replies=')" -lt $N ] &&
+      [ $i -lt 1200 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+wait $hostile
+expect_eq "all $N callers then read and get their 4 replies each, whole and in order ($((N * 4)) replies)" \
+	$N "$(cat /tmp/room-c/[0-9]*.out | grep -c '^replies=4 ok=4 in-order=1 errors=0$')"
+expect_match "... and the service still answers" '^calls=10 ok=10 errors=0 ' \
+	"$(timeout 60 afbus-echo-client "$svc" 10 2>&1)"
+
+finish
