@@ -18,6 +18,12 @@
 #                           after the tests (any leak fails the run), and
 #                           the stress test with 2000 multicasts each way
 #                           instead of 10000
+#   ./run-qemu.sh --kcsan [--check]
+#                           the same with the KCSAN kernel (kernel-patches/
+#                           kcsan.config: the data-race detector, which
+#                           excludes the debug kernel's KASAN; no kmemleak),
+#                           on demand, not in CI: about 5x slower than
+#                           the test kernel; a "BUG: KCSAN:" line fails it
 #   ./run-qemu.sh --rootfs  a bash shell in the Debian root file system
 #                           (build-aux/rootfs-*.sh: debootstrap, GDBus,
 #                           dbus-python, busctl and the D-Bus fork), on a
@@ -384,6 +390,14 @@ use_debug_kernel() {
 	GUEST_APPEND="afbus.debug=1 kmemleak.verbose=1"
 }
 
+# --kcsan: the KCSAN kernel, with the debug run's defaults but no
+# kmemleak scan (kcsan.config has no kmemleak).
+use_kcsan_kernel() {
+	KERNEL=$AFBUS_BUILD/kernel-obj-kcsan/arch/x86/boot/bzImage
+	LOG=${AFBUS_LOG:-$AFBUS_BUILD/guest-kcsan.log}
+	GUEST_APPEND=
+}
+
 # --bench: the benchmark guests (tests/bench/run-bench) and their report.
 BENCH_DIR=${AFBUS_BENCH_DIR:-$AFBUS_BUILD/bench}
 # Under -icount with -smp 2, QEMU 7.2's round-robin TCG never gives the
@@ -506,6 +520,7 @@ run_upstream() {
 
 main() {
 	local mode=shell rc=0 checkpatch_rc=0 debug=0 rootfs=0 system= arg
+	local debug_kernel=--debug
 	for arg in "$@"; do
 		case $arg in
 		--check) mode=check ;;
@@ -515,10 +530,12 @@ main() {
 		--profile) mode=profile ;;
 		--upstream) mode=upstream ;;
 		--debug) debug=1 ;;
+		--kcsan) debug=1 debug_kernel=--kcsan ;;
 		*) usage ;;
 		esac
 	done
 	[ $debug = 0 ] || use_debug_kernel
+	[ $debug_kernel = --debug ] || use_kcsan_kernel
 	if [ "$system" = only ]; then
 		[ $debug = 0 ] || die "--system boots the AF_BUS kernel package, not the debug kernel"
 		# the test programs the image carries (build/tests) are make
@@ -547,7 +564,7 @@ main() {
 
 	if [ "${AFBUS_SKIP_BUILD:-0}" != 1 ]; then
 		build >&2
-		[ $debug = 0 ] || "$AFBUS_TOP/build-aux/kernel-build.sh" --debug >&2
+		[ $debug = 0 ] || "$AFBUS_TOP/build-aux/kernel-build.sh" $debug_kernel >&2
 	fi
 	# the benchmark kernel and initramfs (cached): also with
 	# AFBUS_SKIP_BUILD (make bench); --check never builds them

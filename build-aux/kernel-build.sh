@@ -22,6 +22,9 @@
 # build/kernel-obj-bench.  With --system, bench.config and then
 # kernel-patches/system.config (what systemd needs: the kernel of
 # `make kernel-deb` and `run-qemu.sh --system`) in build/kernel-obj-system.
+# With --kcsan, kernel-patches/kcsan.config (the data-race detector, which
+# excludes the debug kernel's KASAN) in build/kernel-obj-kcsan, booted by
+# `run-qemu.sh --kcsan` on demand.
 set -eu
 . "$(dirname "$0")/common.sh"
 
@@ -29,11 +32,11 @@ FRAGMENTS="$KERNEL_PATCHES/base.config"
 [ -f "$KERNEL_PATCHES/af_bus.config" ] &&
 	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/af_bus.config"
 
-# A variant (--debug, --bench, --system) has its own object directory and log,
-# and installs no UAPI headers.
+# A variant (--debug, --kcsan, --bench, --system) has its own object directory
+# and log, and installs no UAPI headers.
 VARIANT=
 case ${1:-} in
---debug|--bench|--system)
+--debug|--kcsan|--bench|--system)
 	VARIANT=${1#--}
 	[ "$VARIANT" = system ] && FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/bench.config"
 	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/$VARIANT.config"

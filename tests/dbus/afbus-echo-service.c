@@ -19,6 +19,9 @@
  *   SeqReport () -> s      "seq=N in-order=0|1": how many Seq calls
  *                          came, and whether each n was one more than
  *                          the one before, starting at 0
+ *   Signal (s arg) -> s    emits the signal com.example.Echo.Answer
+ *                          (path /com/example, arg0 ARG) for
+ *                          everybody, then answers "signalled"
  *   Quit ()                replies, then exits
  *
  * Usage: afbus-echo-service NAME [FLAGS]
@@ -167,6 +170,24 @@ int main(int argc, char **argv)
 				/* no reply; tests wait for the call to be here */
 				printf("hang\n");
 				fflush(stdout);
+			} else if (dbus_message_is_method_call(m, IFACE, "Signal")) {
+				const char *arg;
+				DBusMessage *sig;
+
+				if (dbus_message_get_args(m, &error, DBUS_TYPE_STRING, &arg,
+							  DBUS_TYPE_INVALID)) {
+					sig = dbus_message_new_signal("/com/example", IFACE,
+								      "Answer");
+					if (sig && dbus_message_append_args(sig, DBUS_TYPE_STRING,
+									    &arg,
+									    DBUS_TYPE_INVALID))
+						dbus_connection_send(c, sig, NULL);
+					if (sig)
+						dbus_message_unref(sig);
+					reply_string(c, m, "signalled");
+				} else {
+					dbus_error_free(&error);
+				}
 			} else if (dbus_message_is_method_call(m, IFACE, "Whoami")) {
 				reply_string(c, m, dbus_bus_get_unique_name(c));
 			} else if (dbus_message_is_method_call(m, IFACE, "CallerUid")) {

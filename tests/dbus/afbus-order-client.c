@@ -43,6 +43,28 @@
  * a line on its standard input.  Then it calls Echo CALLS times on
  * PEER (5 s at most each) and prints "peer-calls=N ok=N", waits for
  * another line, flushes its calls to NAME and prints NAME's report.
+ *
+ * Usage: afbus-order-client --match NAME
+ *
+ * A call to the driver, then a direct call whose answer it changes
+ * (issue 35, item 3).  As --mixed up to the line on standard input;
+ * then the client sends AddMatch for the signal com.example.Echo.Answer
+ * with arg0 "match" without waiting for its reply (dbus_bus_add_match()
+ * with no error: the classic idiom), and calls Signal ("match") on
+ * UNIQUE, which emits that signal before it answers.  It waits for the
+ * answer (60 s) and then 3 s more for the signal, and prints
+ * "reply=0|1 signal=N": how many such signals it received.
+ *
+ * Usage: afbus-order-client --own NAME OWN
+ *
+ * A name asked for, then a signal for everybody that a rule with
+ * sender=OWN matches: the client prints "connected UNIQUE" (NAME's
+ * owner, unused) and waits for a line on standard input; then it sends
+ * RequestName OWN without waiting for its reply, emits
+ * com.example.Echo.Answer with arg0 "own" for everybody, flushes, and
+ * prints "sent".  Then it waits for the RequestName reply (60 s) and
+ * prints "owner=1" if it is OWN's primary owner; it stays connected
+ * (and OWN's owner) until a second line comes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,31 +149,144 @@ static int report(DBusConnection *c)
 	return 0;
 }
 
-static int mixed(DBusConnection *c, unsigned int count, size_t size,
-		 int after)
+static unsigned int answers;
+
+static DBusHandlerResult count_answers(DBusConnection *c, DBusMessage *m,
+				       void *data)
+{
+	const char *arg;
+
+	(void)c;
+	(void)data;
+	if (dbus_message_is_signal(m, IFACE, "Answer") &&
+	    dbus_message_get_args(m, NULL, DBUS_TYPE_STRING, &arg,
+				  DBUS_TYPE_INVALID) &&
+	    strcmp(arg, "match") == 0)
+		answers++;
+	return DBUS_HANDLER_RESULT_NOT_YET_HANDLED;
+}
+
+/* NAME's owner's unique name (malloc'd), or NULL. */
+static char *get_owner(DBusConnection *c)
 {
 	DBusError error = DBUS_ERROR_INIT;
 	DBusMessage *m, *r;
 	const char *owner;
-	char *pad, line[16];
-	unsigned int i;
+	char *dup;
 
 	m = dbus_message_new_method_call("org.freedesktop.DBus", "/",
 					 "org.freedesktop.DBus", "GetNameOwner");
-	pad = malloc(size + 1);
-	if (!m || !pad ||
+	if (!m ||
 	    !dbus_message_append_args(m, DBUS_TYPE_STRING, &name, DBUS_TYPE_INVALID))
-		return 1;
+		return NULL;
 	r = dbus_connection_send_with_reply_and_block(c, m, 10000, &error);
 	dbus_message_unref(m);
 	if (!r || !dbus_message_get_args(r, &error, DBUS_TYPE_STRING, &owner,
 					 DBUS_TYPE_INVALID)) {
 		fprintf(stderr, "afbus-order-client: GetNameOwner: %s\n",
 			error.message);
-		return 1;
+		return NULL;
 	}
-	owner = strdup(owner);
+	dup = strdup(owner);
 	dbus_message_unref(r);
+	return dup;
+}
+
+static int match_then_call(DBusConnection *c)
+{
+	DBusError error = DBUS_ERROR_INIT;
+	DBusMessage *m, *r;
+	const char *arg = "match";
+	char *owner = get_owner(c), line[16];
+	struct timespec start, now;
+	int replied = 0;
+
+	if (!owner)
+		return 1;
+	dbus_connection_add_filter(c, count_answers, NULL, NULL);
+	printf("connected %s\n", owner);
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+
+	dbus_bus_add_match(c, "type='signal',interface='" IFACE "',"
+			   "member='Answer',arg0='match'", NULL);
+	m = dbus_message_new_method_call(owner, "/", IFACE, "Signal");
+	if (!m || !dbus_message_append_args(m, DBUS_TYPE_STRING, &arg,
+					    DBUS_TYPE_INVALID))
+		return 1;
+	r = dbus_connection_send_with_reply_and_block(c, m, 60000, &error);
+	dbus_message_unref(m);
+	if (r) {
+		replied = 1;
+		dbus_message_unref(r);
+	} else {
+		fprintf(stderr, "afbus-order-client: Signal: %s\n", error.message);
+		dbus_error_free(&error);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		dbus_connection_read_write_dispatch(c, 100);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - start.tv_sec < 3);
+	printf("reply=%d signal=%u\n", replied, answers);
+	return 0;
+}
+
+static int own_then_signal(DBusConnection *c, const char *own)
+{
+	DBusError error = DBUS_ERROR_INIT;
+	DBusPendingCall *pending = NULL;
+	DBusMessage *m, *sig, *r;
+	dbus_uint32_t flags = 4, result = 0; /* DBUS_NAME_FLAG_DO_NOT_QUEUE */
+	const char *arg = "own";
+	char *owner = get_owner(c), line[16];
+
+	if (!owner)
+		return 1;
+	printf("connected %s\n", owner);
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+
+	m = dbus_message_new_method_call("org.freedesktop.DBus", "/",
+					 "org.freedesktop.DBus", "RequestName");
+	sig = dbus_message_new_signal("/com/example", IFACE, "Answer");
+	if (!m || !sig ||
+	    !dbus_message_append_args(m, DBUS_TYPE_STRING, &own,
+				      DBUS_TYPE_UINT32, &flags, DBUS_TYPE_INVALID) ||
+	    !dbus_message_append_args(sig, DBUS_TYPE_STRING, &arg,
+				      DBUS_TYPE_INVALID) ||
+	    !dbus_connection_send_with_reply(c, m, &pending, 60000) || !pending ||
+	    !dbus_connection_send(c, sig, NULL))
+		return 1;
+	dbus_message_unref(m);
+	dbus_message_unref(sig);
+	dbus_connection_flush(c);
+	printf("sent\n");
+	fflush(stdout);
+	dbus_pending_call_block(pending);
+	r = dbus_pending_call_steal_reply(pending);
+	if (r && dbus_message_get_args(r, &error, DBUS_TYPE_UINT32, &result,
+				       DBUS_TYPE_INVALID) && result == 1)
+		printf("owner=1\n");
+	else
+		printf("owner=0\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	return 0;
+}
+
+static int mixed(DBusConnection *c, unsigned int count, size_t size,
+		 int after)
+{
+	DBusError error = DBUS_ERROR_INIT;
+	char *owner = get_owner(c), *pad = malloc(size + 1), line[16];
+	unsigned int i;
+
+	if (!owner || !pad)
+		return 1;
 	memset(pad, 'p', size);
 	pad[size] = '\0';
 
@@ -243,6 +378,17 @@ int main(int argc, char **argv)
 	 * this; DBUS_AFBUS_SHOW_INTERNAL=0 checks that it does not by
 	 * default. */
 	setenv("DBUS_AFBUS_SHOW_INTERNAL", "1", 0);
+	if ((argc == 3 && strcmp(argv[1], "--match") == 0) ||
+	    (argc == 4 && strcmp(argv[1], "--own") == 0)) {
+		name = argv[2];
+		c = dbus_bus_get_private(DBUS_BUS_SESSION, &error);
+		if (!c) {
+			fprintf(stderr, "afbus-order-client: %s\n", error.message);
+			return 1;
+		}
+		dbus_connection_set_exit_on_disconnect(c, FALSE);
+		return argc == 3 ? match_then_call(c) : own_then_signal(c, argv[3]);
+	}
 	if (argc == 6 && strcmp(argv[1], "--hog") == 0) {
 		hog_peer = argv[4];
 		argv++;
@@ -255,7 +401,9 @@ int main(int argc, char **argv)
 	} else if (argc != 3) {
 		fprintf(stderr, "usage: afbus-order-client NAME COUNT\n"
 			"       afbus-order-client --mixed|--after NAME COUNT SIZE\n"
-			"       afbus-order-client --hog NAME COUNT PEER CALLS\n");
+			"       afbus-order-client --hog NAME COUNT PEER CALLS\n"
+			"       afbus-order-client --match NAME\n"
+			"       afbus-order-client --own NAME OWN\n");
 		return 2;
 	}
 	name = argv[1];

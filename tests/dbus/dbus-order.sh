@@ -131,4 +131,63 @@ expect_eq "1500 calls queued for a receiver that does not read: the same client'
 expect_eq "... and once the receiver reads, it gets all 1500, in order" \
 	"seq=1500 in-order=1" "$(tail -n 1 /tmp/hog.out)"
 
+# A call to the driver is ordered before the same client's later
+# messages, as dbus-daemon orders them (issue 35, item 3).  AddMatch sent
+# without waiting for its reply (dbus_bus_add_match() with no error),
+# then a call by unique name to a service that answers with a signal
+# the rule matches, with the daemon stopped: the daemon has not told the
+# kernel about the rule when the call would reach the service, so the
+# call goes through the daemon, behind the AddMatch, and the signal
+# comes.  (Before, the call went straight to the service, whose signal
+# the kernel dropped for want of the rule.)
+bg afbus-echo-service com.example.Answer >/tmp/answer-svc.out 2>&1
+wait_for_line /tmp/answer-svc.out '^ready '
+answer_svc=$(sed -n 's/^ready //p' /tmp/answer-svc.out)
+rm -f /tmp/answer-go
+mkfifo /tmp/answer-go
+afbus-order-client --match com.example.Answer </tmp/answer-go \
+	>/tmp/answer.out 2>&1 &
+client_pid=$!
+exec 7>/tmp/answer-go
+wait_for_line /tmp/answer.out '^connected '
+kill -STOP $BUS_PID
+echo go >&7
+exec 7>&-
+sleep 2
+kill -CONT $BUS_PID
+wait_exit $client_pid
+expect_eq "AddMatch sent without waiting, then a direct call answered with a signal, daemon stopped between: the client called the owner's unique name" \
+	"connected $answer_svc" "$(sed -n 1p /tmp/answer.out)"
+expect_eq "... the call was answered and the signal delivered" \
+	"reply=1 signal=1" "$(tail -n 1 /tmp/answer.out)"
+
+# RequestName sent without waiting, then a signal for everybody, with
+# the daemon stopped: a subscriber whose rule says sender=the name gets
+# it (the signal waits in the client's queue until the daemon answered;
+# before, the kernel multicast it at once, from a client that did not
+# own the name yet, and the subscriber's rule did not match).
+bg afbus-signal listen "type='signal',sender='com.example.Owned',member='Answer'" \
+	>/tmp/owned-listen.out 2>&1
+wait_for_line /tmp/owned-listen.out '^ready '
+rm -f /tmp/owned-go
+mkfifo /tmp/owned-go
+afbus-order-client --own com.example.Answer com.example.Owned \
+	</tmp/owned-go >/tmp/owned.out 2>&1 &
+client_pid=$!
+exec 7>/tmp/owned-go
+wait_for_line /tmp/owned.out '^connected '
+kill -STOP $BUS_PID
+echo go >&7
+sleep 2
+kill -CONT $BUS_PID
+wait_for_line /tmp/owned.out '^owner='
+sleep 1
+echo go >&7
+exec 7>&-
+wait_exit $client_pid
+expect_eq "RequestName sent without waiting, then a signal, daemon stopped between: the client became the name's owner" \
+	"owner=1" "$(grep '^owner=' /tmp/owned.out)"
+expect_eq "... and the subscriber with sender=the name got the signal" \
+	1 "$(grep -c '^com.example.Echo.Answer own ' /tmp/owned-listen.out)"
+
 finish

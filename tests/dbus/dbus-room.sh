@@ -98,4 +98,29 @@ expect_eq "all $N callers then read and get their 4 replies each, whole and in o
 expect_match "... and the service still answers" '^calls=10 ok=10 errors=0 ' \
 	"$(timeout 60 afbus-echo-client "$svc" 10 2>&1)"
 
+# A relay the kernel refuses for another reason than the caller's limit
+# is answered too, with the error dbus-daemon sends for that cause
+# (issue 35; the table of doc/afbus-transport.md 4.8).  A callee as uid
+# 65534 with 16 files allowed (RLIMIT_NOFILE) stalls 20 s without
+# reading, and gets 24 files in 3 direct messages; a fresh client's call
+# with a file to its well-known name then goes through the daemon, whose
+# relay the kernel refuses (ETOOMANYREFS: the recipient's user holds too
+# many files in flight), and its caller gets LimitsExceeded from the
+# daemon at once (before, the daemon dropped it and the caller waited
+# for its own 10 s).
+as_nobody /tmp/room-hoard.out "ulimit -n 16 &&
+	DBUS_SESSION_BUS_ADDRESS=$AF exec afbus-echo-service com.example.Hoard"
+check "a service as uid 65534 with 16 files allowed owns com.example.Hoard" \
+	wait_for_name com.example.Hoard
+hoard=$(sed -n 's/^ready //p' /tmp/room-hoard.out)
+timeout 20 dbus-send --session --type=method_call --dest=com.example.Hoard / \
+	com.example.Echo.Stall uint32:20000 >/dev/null 2>&1
+out=$(timeout 30 afbus-fds --no-reply --count 3 "$hoard" 8 2>&1)
+expect_eq "... 3 direct messages with 8 files each queued to it" \
+	"$(printf 'no error\nno error\nno error')" "$out"
+out=$(timeout 30 afbus-fds com.example.Hoard 1 2>&1)
+printf "%s\n" "$out" | head -n 3 | sed "s/^/#   /"
+expect_match "a call with a file through the daemon to it: LimitsExceeded from the daemon at once, saying the kernel refused it" \
+	'^error org\.freedesktop\.DBus\.Error\.LimitsExceeded from org\.freedesktop\.DBus: The kernel refused to deliver the message to com\.example\.Hoard' "$out"
+
 finish

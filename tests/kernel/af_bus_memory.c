@@ -451,8 +451,20 @@ TEST(bus_budget)
 
 /*
  * With memory cgroups, what is queued is charged to the recipient's
- * cgroup ("sock" in memory.stat), not to the sender's.
+ * cgroup (socket memory: "sock" in memory.stat, and memory.current), not
+ * to the sender's: a sender cannot make a service's cgroup pay for what
+ * it sends, nor escape its own limit by queueing to others.  The test
+ * mounts cgroup2 in a mount namespace of its own (the guest's mounts stay
+ * as they are); the test kernel has CONFIG_MEMCG (af_bus.config).
+ * memory.current may be off by what each CPU keeps charged in advance
+ * (MEMCG_CHARGE_BATCH, 64 pages): the margins below are 1 MiB against
+ * 4 MiB queued.
  */
+#define MEMCG_N_MSGS	64
+#define CG_ROOT	"/tmp/afbus-cg"
+#define CG_RCPT	CG_ROOT "/rcpt"
+#define CG_SNDR	CG_ROOT "/sndr"
+
 static long memcg_sock(const char *cg)
 {
 	char path[128], line[128];
@@ -470,82 +482,136 @@ static long memcg_sock(const char *cg)
 	return v;
 }
 
-static void memcg_enter(const char *cg)
+static long memcg_current(const char *cg)
 {
 	char path[128];
-	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/memory.current", cg);
+	return read_long(path);
+}
+
+/* move the calling process into cgroup cg: 0 or the errno */
+static int memcg_enter(const char *cg)
+{
+	char path[128];
 
 	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
-	f = fopen(path, "w");
-	if (f) {
-		fprintf(f, "%d\n", getpid());
-		fclose(f);
-	}
+	return write_long(path, getpid());
 }
 
 TEST_F(mem, memcg_charged_to_recipient)
 {
-	const char *root = "/tmp/afbus-cg", *ca = "/tmp/afbus-cg/rcpt",
-		   *cb = "/tmp/afbus-cg/sndr";
 	static char buf[64 * 1024];
-	int sv[2], x, s, i, status;
+	long rcpt_sock, rcpt_cur, sndr_sock, sndr_cur;
+	const long queued = MEMCG_N_MSGS * (long)sizeof(buf);
+	int sv[2], x, y, ya, i, status, n;
 	struct bus_name to;
+	__u64 addr;
 	pid_t pid;
 	char c;
+	FILE *f;
 
-	mkdir(root, 0755);
-	if (mount("none", root, "cgroup2", 0, NULL) && errno != EBUSY)
-		SKIP(return, "no cgroup2 (%s)", strerror(errno));
-	if (write_long("/tmp/afbus-cg/cgroup.subtree_control", 0) == ENOENT ||
-	    access("/tmp/afbus-cg/cgroup.controllers", R_OK)) {
-		umount(root);
-		SKIP(return, "no cgroup2 hierarchy");
-	}
-	{
-		FILE *f = fopen("/tmp/afbus-cg/cgroup.subtree_control", "w");
+	/* cgroup2, with the memory controller, in a mount namespace of
+	 * this test's own
+	 */
+	ASSERT_OK(unshare(CLONE_NEWNS));
+	ASSERT_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+	mkdir(CG_ROOT, 0755);
+	ASSERT_EQ(0, mount("none", CG_ROOT, "cgroup2", 0, NULL))
+		TH_LOG("cgroup2: %s (the kernel needs CONFIG_MEMCG)",
+		       strerror(errno));
+	f = fopen(CG_ROOT "/cgroup.subtree_control", "w");
+	ASSERT_NE(NULL, f);
+	ASSERT_LT(0, fprintf(f, "+memory"));
+	ASSERT_EQ(0, fclose(f)) TH_LOG("+memory: %s", strerror(errno));
+	rmdir(CG_RCPT);
+	rmdir(CG_SNDR);
+	ASSERT_OK(mkdir(CG_RCPT, 0755));
+	ASSERT_OK(mkdir(CG_SNDR, 0755));
 
-		if (!f || fprintf(f, "+memory") < 0 || fclose(f)) {
-			umount(root);
-			SKIP(return, "no memory controller");
-		}
-	}
-	ASSERT_OK(mkdir(ca, 0755));
-	ASSERT_OK(mkdir(cb, 0755));
 	ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
 	ASSERT_OK(set_int(self->m, BUS_SET_MSG_MAX, sizeof(buf)));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		/* the recipient, made in its cgroup, never reads */
-		memcg_enter(ca);
-		x = bus_connect(_metadata, &self->bus);
-		if (write(sv[1], "x", 1) != 1)
+		/* the recipient, made in its cgroup, reads only when told */
+		if (memcg_enter(CG_RCPT))
 			_exit(1);
+		x = bus_connect(_metadata, &self->bus);
 		if (read(sv[1], &c, 1) != 1)
 			_exit(2);
+		addr = bus_local_addr(_metadata, x);
+		if (write(sv[1], &addr, sizeof(addr)) != sizeof(addr))
+			_exit(3);
+		if (read(sv[1], &c, 1) != 1)
+			_exit(4);
+		for (n = 0; recv(x, buf, sizeof(buf), MSG_DONTWAIT) ==
+			    sizeof(buf); n++)
+			;
+		c = n;
+		if (write(sv[1], &c, 1) != 1)
+			_exit(5);
+		if (read(sv[1], &c, 1) != 1)
+			_exit(6);
 		_exit(0);
 	}
-	ASSERT_EQ(1, read(sv[0], &c, 1));
 	x = bus_accept(_metadata, self->m);
 	bus_join(_metadata, x);
-	ASSERT_OK(set_int(x, BUS_SET_RCVBUF, 4 * MIB));
-	memcg_enter(cb);
-	s = self->p[0].cfd;
-	to = bus_dest(&self->bus, 3);
-	for (i = 0; i < 16; i++)
+	ASSERT_OK(set_int(x, BUS_SET_RCVBUF, 8 * MIB));
+	ASSERT_EQ(1, write(sv[0], "j", 1));
+	ASSERT_EQ((ssize_t)sizeof(addr), read(sv[0], &addr, sizeof(addr)));
+	to = bus_dest(&self->bus, addr);
+
+	/* the sender, made in the other cgroup */
+	ASSERT_OK(memcg_enter(CG_SNDR));
+	y = bus_connect(_metadata, &self->bus);
+	ya = bus_accept(_metadata, self->m);
+	bus_join(_metadata, ya);
+
+	rcpt_sock = memcg_sock(CG_RCPT);
+	rcpt_cur = memcg_current(CG_RCPT);
+	sndr_sock = memcg_sock(CG_SNDR);
+	sndr_cur = memcg_current(CG_SNDR);
+	ASSERT_LE(0, rcpt_sock);
+	ASSERT_LE(0, rcpt_cur);
+	ASSERT_LE(0, sndr_sock);
+	ASSERT_LE(0, sndr_cur);
+	for (i = 0; i < MEMCG_N_MSGS; i++)
 		ASSERT_EQ((ssize_t)sizeof(buf),
-			  sendto(s, buf, sizeof(buf), MSG_DONTWAIT,
-				 (struct sockaddr *)&to.sa, to.len));
-	TH_LOG("sock: recipient %ld, sender %ld", memcg_sock(ca),
-	       memcg_sock(cb));
-	ASSERT_LE(16L * sizeof(buf), memcg_sock(ca));
-	ASSERT_GT(64 * KIB, memcg_sock(cb));
-	ASSERT_EQ(1, write(sv[0], "g", 1));
+			  sendto(y, buf, sizeof(buf), MSG_DONTWAIT,
+				 (struct sockaddr *)&to.sa, to.len))
+			TH_LOG("message %d: %s", i, strerror(errno));
+	TH_LOG("queued %ld: recipient's cgroup sock +%ld current +%ld, sender's sock +%ld current +%ld",
+	       queued, memcg_sock(CG_RCPT) - rcpt_sock,
+	       memcg_current(CG_RCPT) - rcpt_cur,
+	       memcg_sock(CG_SNDR) - sndr_sock,
+	       memcg_current(CG_SNDR) - sndr_cur);
+	/* all of it on the recipient's cgroup, as socket memory ... */
+	ASSERT_LE(queued, memcg_sock(CG_RCPT) - rcpt_sock);
+	ASSERT_LE(queued, memcg_current(CG_RCPT) - rcpt_cur);
+	/* ... none of it on the sender's (a quarter of it is more than
+	 * its charges in advance and page tables could take meanwhile)
+	 */
+	ASSERT_GT(64 * KIB, memcg_sock(CG_SNDR) - sndr_sock);
+	ASSERT_GT(queued / 4, memcg_current(CG_SNDR) - sndr_cur);
+
+	/* what the recipient reads is given back to its cgroup */
+	ASSERT_EQ(1, write(sv[0], "r", 1));
+	ASSERT_EQ(1, read(sv[0], &c, 1));
+	ASSERT_EQ(MEMCG_N_MSGS, c);
+	ASSERT_GT(rcpt_cur + queued / 4, memcg_current(CG_RCPT));
+	ASSERT_EQ(1, write(sv[0], "q", 1));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	memcg_enter(root);
+	ASSERT_EQ(0, status);
+
+	ASSERT_OK(memcg_enter(CG_ROOT));
+	close(y);
+	close(ya);
 	close(x);
 	close(sv[0]);
 	close(sv[1]);
+	ASSERT_OK(rmdir(CG_RCPT));
+	ASSERT_OK(rmdir(CG_SNDR));
 }
 
 TEST_HARNESS_MAIN

@@ -22,6 +22,14 @@
 #include <dbus/dbus.h>
 #include "bus.h"
 
+/* A call the daemon relays that the kernel refused, with the errno it
+ * refused it with, to be answered from the main loop (bus-afbus.c). */
+typedef struct
+{
+  DBusMessage *message;
+  int saved_errno;
+} BusAfbusRefused;
+
 /* Each part belongs to the file named beside it, which alone looks
  * inside it; the others reach it through the BusContext
  * (bus_context_get_afbus()), which owns the whole from bus_afbus_new()
@@ -61,9 +69,8 @@ struct BusAfbus
                            *   were told (ReplyTimeout, bus-afbus.c) */
   BusContext *context;    /**< the context it belongs to */
   DBusList *refused_calls;      /**< relayed calls the kernel refused
-                                 *   over their caller's
-                                 *   max_replies_per_connection, to be
-                                 *   answered (bus-afbus.c) */
+                                 *   (BusAfbusRefused), to be answered
+                                 *   (bus-afbus.c) */
   DBusTimeout *refused_timeout; /**< answers them from the main loop */
 };
 

@@ -100,6 +100,13 @@
  * is left of it when the context goes.
  */
 
+static void
+refused_free (BusAfbusRefused *refused)
+{
+  dbus_message_unref (refused->message);
+  dbus_free (refused);
+}
+
 /**
  * The daemon's AF_BUS state, empty: bus_context_new() makes it before
  * it reads the configuration.  NULL if no memory.
@@ -157,7 +164,7 @@ bus_afbus_free (BusAfbus *afbus)
       _dbus_timeout_unref (afbus->refused_timeout);
     }
   while (afbus->refused_calls != NULL)
-    dbus_message_unref (_dbus_list_pop_first (&afbus->refused_calls));
+    refused_free (_dbus_list_pop_first (&afbus->refused_calls));
   dbus_free (afbus->skipped_listen);
   dbus_free (afbus);
 }
@@ -902,12 +909,17 @@ owner_of (BusContext *context,
     bus_service_get_primary_owners_connection (service) : NULL;
 }
 
-/* Answers @message, a call the kernel refused to relay over its
- * caller's max_replies_per_connection, with dbus-daemon's
- * LimitsExceeded and log line (bus_connections_expect_reply()). */
+/* Answers @message, a call the kernel refused to relay with
+ * @saved_errno, with the error dbus-daemon sends for that cause: over
+ * its caller's max_replies_per_connection (EDQUOT), dbus-daemon's
+ * LimitsExceeded and log line (bus_connections_expect_reply()); for the
+ * other causes, _dbus_afbus_error_for_errno(), as the caller's library
+ * answers a direct call the kernel refuses (doc/afbus-transport.md,
+ * 4.8). */
 static void
 answer_refused_call (BusContext  *context,
-                     DBusMessage *message)
+                     DBusMessage *message,
+                     int          saved_errno)
 {
   DBusError error = DBUS_ERROR_INIT;
   BusTransaction *transaction;
@@ -918,17 +930,27 @@ answer_refused_call (BusContext  *context,
   if (caller == NULL || !bus_connection_is_active (caller))
     return;   /* it left */
 
-  bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
-                   "The maximum number of pending replies for "
-                   "\"%s\" (%s) has been reached "
-                   "(max_replies_per_connection=%d)",
-                   bus_connection_get_name (caller),
-                   bus_connection_get_loginfo (caller),
-                   bus_context_get_max_replies_per_connection (context));
-
   transaction = bus_transaction_new (context);
-  reply = dbus_message_new_error (message, DBUS_ERROR_LIMITS_EXCEEDED,
-                                  "The maximum number of pending replies per connection has been reached");
+  if (saved_errno == EDQUOT)
+    {
+      bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
+                       "The maximum number of pending replies for "
+                       "\"%s\" (%s) has been reached "
+                       "(max_replies_per_connection=%d)",
+                       bus_connection_get_name (caller),
+                       bus_connection_get_loginfo (caller),
+                       bus_context_get_max_replies_per_connection (context));
+      reply = dbus_message_new_error (message, DBUS_ERROR_LIMITS_EXCEEDED,
+                                      "The maximum number of pending replies per connection has been reached");
+    }
+  else
+    {
+      reply = dbus_message_new_error_printf (message,
+                                             _dbus_afbus_error_for_errno (saved_errno),
+                                             "The kernel refused to deliver the message to %s: %s",
+                                             dbus_message_get_destination (message),
+                                             _dbus_strerror (saved_errno));
+    }
   if (transaction == NULL || reply == NULL)
     goto oom;
 
@@ -962,37 +984,50 @@ static dbus_bool_t
 answer_refused_calls (void *data)
 {
   BusAfbus *afbus = data;
-  DBusMessage *message;
+  BusAfbusRefused *refused;
 
   _dbus_timeout_disable (afbus->refused_timeout);
-  while ((message = _dbus_list_pop_first (&afbus->refused_calls)) != NULL)
+  while ((refused = _dbus_list_pop_first (&afbus->refused_calls)) != NULL)
     {
-      answer_refused_call (afbus->context, message);
-      dbus_message_unref (message);
+      answer_refused_call (afbus->context, refused->message,
+                           refused->saved_errno);
+      refused_free (refused);
     }
   return TRUE;
 }
 
 /*
- * The kernel counts the calls the daemon relays against their caller's
- * max_replies_per_connection (nfdbus' reply tracking), with the calls
- * the caller makes directly, and refuses a relay over it (EDQUOT): the
- * caller then gets LimitsExceeded from the bus at once, as from
- * dbus-daemon, not its own timeout's NoReply.  The transport of the
+ * The kernel refused a call the daemon relays (the transport of the
  * callee's connection tells us in the middle of a write, with that
- * connection's lock held: the call is kept, and answered from the main
- * loop.  Without memory it is dropped (the caller's timeout ends it).
+ * connection's lock held): the call is kept, and answered from the main
+ * loop, at once, not by the caller's timeout.  Over the caller's
+ * max_replies_per_connection (EDQUOT: the kernel counts the calls the
+ * daemon relays with those the caller makes directly) it gets
+ * LimitsExceeded, as from dbus-daemon; refused by the kernel's policy
+ * or an LSM, AccessDenied; a callee that shut down reading or left,
+ * NoReply (answer_refused_call()).  Without memory it is dropped (the
+ * caller's timeout ends it).
  */
 static void
 relay_refused (DBusMessage *message,
+               int          saved_errno,
                void        *data)
 {
   BusAfbus *afbus = data;
+  BusAfbusRefused *refused;
 
-  if (dbus_message_get_sender (message) == NULL ||
-      !_dbus_list_append (&afbus->refused_calls, message))
+  if (dbus_message_get_sender (message) == NULL)
     return;
-  dbus_message_ref (message);
+  refused = dbus_new0 (BusAfbusRefused, 1);
+  if (refused == NULL)
+    return;
+  refused->message = dbus_message_ref (message);
+  refused->saved_errno = saved_errno;
+  if (!_dbus_list_append (&afbus->refused_calls, refused))
+    {
+      refused_free (refused);
+      return;
+    }
   _dbus_timeout_restart (afbus->refused_timeout, 0);
 }
 

@@ -22,6 +22,7 @@
 #ifdef DBUS_HAVE_AFBUS
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "dbus-connection-internal.h"
@@ -77,6 +78,10 @@ struct DBusAfbusClient
   dbus_uint32_t internal_serials[16];   /**< serials of the last ones,
                                          *   whose error replies we eat */
   unsigned int next_internal;           /**< next slot of internal_serials */
+  dbus_uint32_t driver_call;            /**< serial of our last call to
+                                         *   the driver that changes match
+                                         *   rules or names, not yet
+                                         *   answered; 0: none */
   dbus_bool_t show_forwarded;           /**< pass the daemon's Forwarded
                                          *   signals on to the application
                                          *   (for tests and debugging) */
@@ -159,6 +164,11 @@ _dbus_afbus_client_get_name (DBusAfbusClient *client)
  * unrequested (on the system bus); a reply may then reach its
  * receiver before a message of ours that waits in the daemon.
  *
+ * While one of our calls to the driver that changes what the kernel
+ * routes (match rules, names: _dbus_afbus_client_driver_call_waits())
+ * is unanswered, messages to other clients go through the daemon too,
+ * which handles that call first, as dbus-daemon does.
+ *
  * Signals without a destination are multicast to every client (all
  * have an address of prefix 0): the kernel delivers them to those whose
  * match rules they match, which the daemon gave it (nfdbus; see
@@ -189,10 +199,12 @@ _dbus_afbus_client_route (DBusAfbusClient *client,
       if (_dbus_afbus_addr_from_unique_name (dest, &addr) &&
           (type == DBUS_MESSAGE_TYPE_METHOD_RETURN ||
            type == DBUS_MESSAGE_TYPE_ERROR ||
-           _dbus_afbus_name_cache_direct (client->names, addr)))
+           (client->driver_call == 0 &&
+            _dbus_afbus_name_cache_direct (client->names, addr))))
         return addr;
     }
-  else if (_dbus_afbus_name_cache_lookup (client->names, dest, &addr))
+  else if (client->driver_call == 0 &&
+           _dbus_afbus_name_cache_lookup (client->names, dest, &addr))
     {
       return addr;
     }
@@ -252,6 +264,47 @@ _dbus_afbus_is_driver_call (DBusMessage *message)
     (dest == NULL || strcmp (dest, DBUS_SERVICE_DBUS) == 0);
 }
 
+/* Is @message a call to the driver after which dbus-daemon routes our
+ * later messages differently: it changes our match rules (which
+ * signals reach us) or our names (which match rules our signals
+ * match, what the policy lets us send and receive)? */
+static dbus_bool_t
+changes_routing (DBusMessage *message)
+{
+  static const char * const members[] = {
+    "AddMatch", "RemoveMatch", "RequestName", "ReleaseName"
+  };
+  const char *iface = dbus_message_get_interface (message);
+  unsigned int i;
+
+  if (!_dbus_afbus_is_driver_call (message) ||
+      (iface != NULL && strcmp (iface, DBUS_INTERFACE_DBUS) != 0))
+    return FALSE;
+
+  for (i = 0; i < _DBUS_N_ELEMENTS (members); i++)
+    if (dbus_message_has_member (message, members[i]))
+      return TRUE;
+  return FALSE;
+}
+
+/**
+ * Whether one of our calls to the driver that changes match rules or
+ * names (AddMatch, RemoveMatch, RequestName, ReleaseName) is not
+ * answered yet.  dbus-daemon handles a client's messages in the order
+ * it sent them, so what it sent after such a call is routed by what the
+ * call did.  Here the daemon tells the kernel before it answers; until
+ * then our messages to other clients go through the daemon
+ * (_dbus_afbus_client_route()) and our signals for everybody, which the
+ * kernel multicasts, wait in the queue (dbus-transport-afbus.c).  The
+ * daemon answers a client's calls in order, so the answer to the last
+ * one ends the wait for all.
+ */
+dbus_bool_t
+_dbus_afbus_client_driver_call_waits (DBusAfbusClient *client)
+{
+  return client->driver_call != 0;
+}
+
 /*
  * Peer watches (see DBusAfbusPeers in dbus-afbus.c): our own messages to
  * the daemon, which the application never sees.  They are written before
@@ -261,12 +314,14 @@ _dbus_afbus_is_driver_call (DBusMessage *message)
  */
 
 
-/* Queues the driver method org.freedesktop.DBus.AF_BUS.@method (s arg)
- * for the daemon, asking for no reply; returns its serial, or 0 if no
- * memory. */
+/* Queues the driver method @iface.@method for the daemon, with the
+ * argument (s arg) asking for no reply, or without argument asking for
+ * one if @arg is NULL (whose answer nobody sees either); returns its
+ * serial, or 0 if no memory. */
 static dbus_uint32_t
 queue_internal_call (DBusAfbusClient    *client,
                      DBusConnection     *connection,
+                     const char         *iface,
                      const char         *method,
                      const char         *arg)
 {
@@ -274,16 +329,17 @@ queue_internal_call (DBusAfbusClient    *client,
   dbus_uint32_t serial;
 
   message = dbus_message_new_method_call (DBUS_SERVICE_DBUS, DBUS_PATH_DBUS,
-                                          DBUS_INTERFACE_AFBUS, method);
+                                          iface, method);
   if (message == NULL)
     return 0;
 
   serial = _dbus_connection_get_next_client_serial (connection);
   dbus_message_set_serial (message, serial);
-  dbus_message_set_no_reply (message, TRUE);
+  dbus_message_set_no_reply (message, arg != NULL);
 
-  if (!dbus_message_append_args (message, DBUS_TYPE_STRING, &arg,
-                                 DBUS_TYPE_INVALID) ||
+  if ((arg != NULL &&
+       !dbus_message_append_args (message, DBUS_TYPE_STRING, &arg,
+                                  DBUS_TYPE_INVALID)) ||
       !dbus_message_set_sender (message,
                                 _dbus_string_get_const_data (&client->own_name)) ||
       !_dbus_list_append (&client->internal, message))
@@ -319,7 +375,7 @@ watch_peer (DBusAfbusClient    *client,
 
   if (well_known != NULL ? _dbus_string_append (&name, well_known) :
       _dbus_afbus_unique_name_from_addr (addr, &name))
-    ok = queue_internal_call (client, connection,
+    ok = queue_internal_call (client, connection, DBUS_INTERFACE_AFBUS,
                               add ? "WatchPeer" : "UnwatchPeer",
                               _dbus_string_get_const_data (&name)) != 0;
 
@@ -531,27 +587,33 @@ peer_gone (DBusAfbusClient    *client,
   return ok;
 }
 
-typedef enum { ARG_OK, ARG_BAD, ARG_NO_MEMORY } ArgResult;
-
-/* The one argument, of @type, of the daemon's signal @message. */
-static ArgResult
-get_arg (DBusMessage *message,
-         int          type,
-         void        *value)
+/*
+ * The arguments of the daemon's signal @message, as for
+ * dbus_message_get_args().  FALSE if it does not have them: then
+ * *@handled is what its handler returns, FALSE if no memory (the
+ * connection tries again), TRUE for a bad signal (dropped).
+ */
+static dbus_bool_t
+get_args (DBusMessage *message,
+          dbus_bool_t *handled,
+          int          first_type,
+          ...)
 {
   DBusError error = DBUS_ERROR_INIT;
-  ArgResult result = ARG_OK;
+  va_list args;
+  dbus_bool_t ok;
 
-  if (!dbus_message_get_args (message, &error, type, value,
-                              DBUS_TYPE_INVALID))
-    {
-      result = dbus_error_has_name (&error, DBUS_ERROR_NO_MEMORY) ?
-        ARG_NO_MEMORY : ARG_BAD;
-      _dbus_verbose ("bad %s signal from the daemon: %s\n",
-                     dbus_message_get_member (message), error.message);
-      dbus_error_free (&error);
-    }
-  return result;
+  va_start (args, first_type);
+  ok = dbus_message_get_args_valist (message, &error, first_type, args);
+  va_end (args);
+  if (ok)
+    return TRUE;
+
+  *handled = !dbus_error_has_name (&error, DBUS_ERROR_NO_MEMORY);
+  _dbus_verbose ("bad %s signal from the daemon: %s\n",
+                 dbus_message_get_member (message), error.message);
+  dbus_error_free (&error);
+  return FALSE;
 }
 
 /*
@@ -567,7 +629,7 @@ handle_internal (DBusAfbusClient    *client,
 {
   dbus_uint32_t reply_serial = dbus_message_get_reply_serial (message);
   dbus_uint64_t addr;
-  dbus_bool_t from_daemon;
+  dbus_bool_t from_daemon, handled;
   unsigned int i;
 
   *eaten = FALSE;
@@ -586,16 +648,9 @@ handle_internal (DBusAfbusClient    *client,
       const char *name;
 
       *eaten = TRUE;
-      switch (get_arg (message, DBUS_TYPE_STRING, &name))
-        {
-        case ARG_NO_MEMORY:
-          return FALSE;
-        case ARG_BAD:
-          return TRUE;
-        case ARG_OK:
-        default:
-          break;
-        }
+      if (!get_args (message, &handled, DBUS_TYPE_STRING, &name,
+                     DBUS_TYPE_INVALID))
+        return handled;
       if (name[0] == ':' ?
           _dbus_afbus_addr_from_unique_name (name, &addr) :
           _dbus_afbus_peers_addr_of_name (client->peers, name, &addr))
@@ -609,16 +664,9 @@ handle_internal (DBusAfbusClient    *client,
       dbus_int32_t timeout;
 
       *eaten = TRUE;
-      switch (get_arg (message, DBUS_TYPE_INT32, &timeout))
-        {
-        case ARG_NO_MEMORY:
-          return FALSE;
-        case ARG_BAD:
-          return TRUE;
-        case ARG_OK:
-        default:
-          break;
-        }
+      if (!get_args (message, &handled, DBUS_TYPE_INT32, &timeout,
+                     DBUS_TYPE_INVALID))
+        return handled;
       if (client->deadlines == NULL && timeout >= 0)
         {
           client->deadlines = _dbus_afbus_deadlines_new ();
@@ -668,7 +716,7 @@ handle_forwarded (DBusAfbusClient    *client,
   dbus_uint64_t addr, callee_addr, owner_addr;
   dbus_uint32_t serial = 0;
   DBusMessageIter iter;
-  DBusError error = DBUS_ERROR_INIT;
+  dbus_bool_t handled;
 
   *eaten = FALSE;
   if (!dbus_message_has_sender (message, DBUS_SERVICE_DBUS))
@@ -682,16 +730,9 @@ handle_forwarded (DBusAfbusClient    *client,
       dbus_uint32_t count;
 
       *eaten = !client->show_forwarded;
-      switch (get_arg (message, DBUS_TYPE_UINT32, &count))
-        {
-        case ARG_NO_MEMORY:
-          return FALSE;
-        case ARG_BAD:
-          return TRUE;
-        case ARG_OK:
-        default:
-          break;
-        }
+      if (!get_args (message, &handled, DBUS_TYPE_UINT32, &count,
+                     DBUS_TYPE_INVALID))
+        return handled;
       _dbus_afbus_name_cache_forwarded_lost (client->names, count);
       return TRUE;
     }
@@ -701,17 +742,9 @@ handle_forwarded (DBusAfbusClient    *client,
 
   *eaten = !client->show_forwarded;
 
-  if (!dbus_message_get_args (message, &error,
-                              DBUS_TYPE_STRING, &name,
-                              DBUS_TYPE_UINT64, &addr,
-                              DBUS_TYPE_INVALID))
-    {
-      dbus_bool_t oom = dbus_error_has_name (&error, DBUS_ERROR_NO_MEMORY);
-
-      _dbus_verbose ("bad Forwarded signal: %s\n", error.message);
-      dbus_error_free (&error);
-      return !oom;
-    }
+  if (!get_args (message, &handled, DBUS_TYPE_STRING, &name,
+                 DBUS_TYPE_UINT64, &addr, DBUS_TYPE_INVALID))
+    return handled;
 
   /* A well-known name's address has prefix 1; for a unique name, any
    * address but 0 says the message is handed on. */
@@ -773,6 +806,21 @@ _dbus_afbus_client_sent (DBusAfbusClient *client,
 {
   if (dest != DBUS_AFBUS_MASTER)
     direct_call_sent (client, connection, message, dest);
+  else if (changes_routing (message) && !dbus_message_get_no_reply (message))
+    client->driver_call = dbus_message_get_serial (message);
+  else if (changes_routing (message))
+    {
+      /* Asked without a reply (dbus_bus_add_match() without an error,
+       * the classic idiom): the answer to a GetId of ours right behind
+       * it tells when the daemon handled it.  (The transport writes it
+       * next.)  Without memory our later messages are not held for it. */
+      dbus_uint32_t serial = queue_internal_call (client, connection,
+                                                  DBUS_INTERFACE_DBUS,
+                                                  "GetId", NULL);
+
+      if (serial != 0)
+        client->driver_call = serial;
+    }
 
   if (counted)
     {
@@ -810,6 +858,11 @@ _dbus_afbus_client_from_master (DBusAfbusClient *client,
                                 DBusMessage     *message,
                                 dbus_bool_t     *eaten)
 {
+  if (client->driver_call != 0 &&
+      dbus_message_get_reply_serial (message) == client->driver_call &&
+      dbus_message_has_sender (message, DBUS_SERVICE_DBUS))
+    client->driver_call = 0;
+
   if (dbus_message_get_reply_serial (message) != 0)
     _dbus_hash_table_remove_uintptr (client->master_calls,
                                      dbus_message_get_reply_serial (message));

@@ -45,6 +45,7 @@ dbus_bool_t   _dbus_afbus_is_driver_call        (DBusMessage     *message);
 void          _dbus_afbus_client_unreachable    (DBusAfbusClient *client,
                                                  DBusMessage     *message,
                                                  dbus_uint64_t    dest);
+dbus_bool_t   _dbus_afbus_client_driver_call_waits (DBusAfbusClient *client);
 void          _dbus_afbus_client_sent           (DBusAfbusClient *client,
                                                  DBusConnection  *connection,
                                                  DBusMessage     *message,

@@ -741,10 +741,38 @@ static DBusAfbusRelayRefusedFunction relay_refused_function = NULL;
 static void *relay_refused_data = NULL;
 
 /**
+ * The D-Bus error a call gets when the kernel refuses to send it with
+ * @saved_errno (doc/afbus-transport.md, 4.8): what dbus-daemon answers
+ * for the same cause.
+ */
+const char *
+_dbus_afbus_error_for_errno (int saved_errno)
+{
+  switch (saved_errno)
+    {
+    case EDQUOT:        /* too many awaited replies */
+    case EMSGSIZE:      /* too big */
+    case ENOBUFS:       /* no kernel memory, too many room watches */
+    case ETOOMANYREFS:  /* too many fds in flight for the sender's user
+                         * (RLIMIT_NOFILE), as on AF_UNIX */
+      return DBUS_ERROR_LIMITS_EXCEEDED;
+    case EINVAL:        /* malformed control message, too many fds */
+      return DBUS_ERROR_NOT_SUPPORTED;
+    case EPERM:         /* nfdbus: policy, SENDER, malformed */
+    case EACCES:        /* an LSM */
+      return DBUS_ERROR_ACCESS_DENIED;
+    default:            /* ECONNREFUSED: the recipient shut down
+                         * reading; EHOSTUNREACH: it left */
+      return DBUS_ERROR_NO_REPLY;
+    }
+}
+
+/**
  * Sets the function the daemon's connections call for a relayed call
- * the kernel refuses over the caller's max_replies_per_connection
- * (EDQUOT); NULL: such calls are dropped.  One per process (the
- * daemon's), set while it has no connection.
+ * the kernel refuses (EDQUOT over the caller's
+ * max_replies_per_connection, or any other errno of
+ * _dbus_afbus_error_for_errno()); NULL: such calls are dropped.  One
+ * per process (the daemon's), set while it has no connection.
  */
 void
 _dbus_transport_afbus_set_relay_refused_function (DBusAfbusRelayRefusedFunction  function,
@@ -762,7 +790,6 @@ message_undeliverable (DBusTransport *transport,
   DBusMessage *message = queued->data;
   DBusMessage *reply = NULL;
   DBusList *link;
-  const char *error_name;
 
   _dbus_verbose ("AF_BUS: cannot send message to %s: %s\n",
                  dbus_message_get_destination (message) ?
@@ -773,52 +800,26 @@ message_undeliverable (DBusTransport *transport,
    * connection.  On one of the daemon's connections the message is a
    * call the daemon relays for another client: an error queued here
    * would read as sent by this connection's client (and has no serial).
-   * The daemon answers a relayed call over the caller's
-   * max_replies_per_connection itself (LimitsExceeded, as dbus-daemon
-   * does: relay_refused_function); other refused relays are dropped,
-   * and the caller's own timeout ends them (or its library's NoReply,
-   * when the recipient is gone). */
-  if (transport->is_server && saved_errno == EDQUOT &&
-      relay_refused_function != NULL &&
+   * The daemon answers a refused relayed call itself
+   * (relay_refused_function): LimitsExceeded over the caller's
+   * max_replies_per_connection, as dbus-daemon does, and the error of
+   * _dbus_afbus_error_for_errno() for the others. */
+  if (transport->is_server && relay_refused_function != NULL &&
       dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
       !dbus_message_get_no_reply (message))
-    (* relay_refused_function) (message, relay_refused_data);
+    (* relay_refused_function) (message, saved_errno, relay_refused_data);
 
   if (!transport->is_server &&
       dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_METHOD_CALL &&
       !dbus_message_get_no_reply (message))
     {
-      switch (saved_errno)
-        {
-        case EDQUOT:
-          /* dbus-daemon's words (bus_connections_expect_reply) */
-          reply = dbus_message_new_error (message, DBUS_ERROR_LIMITS_EXCEEDED,
-                                          "The maximum number of pending replies per connection has been reached");
-          if (reply == NULL)
-            goto oom;
-          error_name = NULL;
-          break;
-        case EMSGSIZE:
-        case ENOBUFS:
-        case ETOOMANYREFS:
-          /* ETOOMANYREFS: the sender has too many fds in flight
-           * (RLIMIT_NOFILE), as on AF_UNIX */
-          error_name = DBUS_ERROR_LIMITS_EXCEEDED;
-          break;
-        case EINVAL:
-          error_name = DBUS_ERROR_NOT_SUPPORTED;
-          break;
-        case EPERM:
-        case EACCES:
-          error_name = DBUS_ERROR_ACCESS_DENIED;
-          break;
-        default:
-          error_name = DBUS_ERROR_NO_REPLY;
-          break;
-        }
-
-      if (error_name != NULL)
-        reply = dbus_message_new_error_printf (message, error_name,
+      if (saved_errno == EDQUOT)
+        /* dbus-daemon's words (bus_connections_expect_reply) */
+        reply = dbus_message_new_error (message, DBUS_ERROR_LIMITS_EXCEEDED,
+                                        "The maximum number of pending replies per connection has been reached");
+      else
+        reply = dbus_message_new_error_printf (message,
+                                               _dbus_afbus_error_for_errno (saved_errno),
                                                "Could not send the message to %s over AF_BUS: %s",
                                                dbus_message_get_destination (message),
                                                _dbus_strerror (saved_errno));
@@ -1107,6 +1108,19 @@ write_pass (DBusTransport *transport)
         }
       unicast = addressed && AFBUS_IS_CLIENT_UNICAST (dest);
 
+      /* A signal for everybody waits, and everything behind it, while
+       * one of our calls to the driver that changes match rules or
+       * names is unanswered: the kernel, which multicasts it, may not
+       * know yet what the call changed (check_incoming() goes on once
+       * the daemon answered). */
+      if (routes && dest == DBUS_AFBUS_MULTICAST (0) &&
+          _dbus_afbus_client_driver_call_waits (client))
+        {
+          _dbus_verbose (" a signal waits for our call to the driver\n");
+          afbus_transport->write_stalled = TRUE;
+          return TRUE;
+        }
+
       /* A destination waiting for its room notification: a message to
        * a client waits behind the ones before it, up to
        * AFBUS_MAX_STEPPED_OVER; one to any other address ends the
@@ -1185,9 +1199,16 @@ write_pass (DBusTransport *transport)
               if (_dbus_afbus_client_take_deadline_changed (client))
                 set_reply_timer (afbus_transport);
               /* A peer's new watch; a full socket: it waits for the next
-               * write. */
-              if (addressed)
-                write_internal (afbus_transport);
+               * write.  After a message to the daemon, our GetId that
+               * tells when the daemon handled it (a call to the driver
+               * without a reply, _dbus_afbus_client_driver_call_waits())
+               * goes before the next message, or the pass ends. */
+              if (!write_internal (afbus_transport) && !addressed)
+                {
+                  _dbus_connection_message_link_sent_unlocked (transport->connection,
+                                                               link);
+                  return TRUE;
+                }
             }
 
           _dbus_connection_message_link_sent_unlocked (transport->connection,
@@ -1287,7 +1308,7 @@ check_incoming (DBusTransportAfbus *afbus_transport,
 
   if (source == DBUS_AFBUS_MASTER)
     {
-      dbus_bool_t eaten, had_internal;
+      dbus_bool_t eaten, had_internal, driver_call;
 
       /* The daemon is trusted like the other end of any transport. */
       message = _dbus_message_loader_peek_message (loader);
@@ -1296,10 +1317,21 @@ check_incoming (DBusTransportAfbus *afbus_transport,
 
       had_internal =
         _dbus_afbus_client_next_internal (afbus_transport->client) != NULL;
+      driver_call =
+        _dbus_afbus_client_driver_call_waits (afbus_transport->client);
       if (!_dbus_afbus_client_from_master (afbus_transport->client,
                                            transport->connection, message,
                                            &eaten))
         return FALSE;
+
+      /* The driver answered the call our signals waited for: they go
+       * now (a write pass finds again what else waits for room). */
+      if (driver_call &&
+          !_dbus_afbus_client_driver_call_waits (afbus_transport->client))
+        {
+          afbus_transport->write_stalled = FALSE;
+          check_write_watch (transport);
+        }
 
       /* A new peer watch (for a call Forwarded says the kernel awaits),
        * written now, not with our next message: the application may be

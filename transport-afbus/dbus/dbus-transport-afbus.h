@@ -39,13 +39,19 @@ dbus_bool_t _dbus_afbus_relay_pair_new (DBusSocket        client_fd,
 
 /**
  * The daemon's side: a call it relays for a client that the kernel
- * refuses because that client already awaits as many replies as the bus
- * allows (EDQUOT).  Called in the middle of a write, with the lock of
- * the connection the call was queued on held: the function must only
- * take note (a reference to @message) and answer the caller later.
+ * refuses (@saved_errno: EDQUOT when that client already awaits as many
+ * replies as the bus allows; the others of
+ * _dbus_afbus_error_for_errno()).  Called in the middle of a write, with
+ * the lock of the connection the call was queued on held: the function
+ * must only take note (a reference to @message) and answer the caller
+ * later.
  */
 typedef void (* DBusAfbusRelayRefusedFunction) (DBusMessage *message,
+                                                int          saved_errno,
                                                 void        *data);
+
+DBUS_PRIVATE_EXPORT
+const char *_dbus_afbus_error_for_errno (int saved_errno);
 
 DBUS_PRIVATE_EXPORT
 void _dbus_transport_afbus_set_relay_refused_function (DBusAfbusRelayRefusedFunction  function,
