@@ -361,6 +361,33 @@ system_check() {
 	tr -d '\r' <"$LOG" | grep -a -E '^[# ]*not ok ' | head -n 40 || true
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 	guest_verdicts "system guest ($kind)" "$rc" "$SYSTEM_TIMEOUT" AFBUS_SYSTEM_TIMEOUT
+	[ "$kind" = stock ] && system_modules_verdict
+	return 0
+}
+
+# system_modules_verdict: the AF_BUS kernel of the system guest has the
+# modules of kernel-patches/system.modules (build-aux/kernel-build.sh
+# --system): Debian's kernel must not have loaded one that is not in it.
+# The stock guest's lsmod is kept in build/system-stock.lsmod (the new
+# list, when one is missing).
+system_modules_verdict() {
+	local missing
+	tr -d '\r' <"$LOG" | sed -n '/^=== afbus: lsmod begin ===$/,/^=== afbus: lsmod end ===$/p' |
+		sed '1d;$d' >"$AFBUS_BUILD/system-stock.lsmod"
+	missing=$(awk 'NR == FNR { if (FNR > 1) have[$1] = 1; next }
+		FNR > 1 && !($1 in have) { print $1 }' \
+		"$KERNEL_PATCHES/system.modules" "$AFBUS_BUILD/system-stock.lsmod" | xargs)
+	if [ ! -s "$AFBUS_BUILD/system-stock.lsmod" ]; then
+		echo "FAIL: the system guest (stock) printed no lsmod"
+		failed=$((failed + 1))
+	elif [ -n "$missing" ]; then
+		echo "FAIL: Debian's kernel loaded modules kernel-patches/system.modules lacks: $missing" \
+			"(its lsmod: build/system-stock.lsmod)"
+		failed=$((failed + 1))
+	else
+		echo "ok - kernel-patches/system.modules has every module Debian's kernel loaded"
+		passed=$((passed + 1))
+	fi
 }
 
 # The system guest's image and what it is made of (cached).

@@ -24,6 +24,26 @@ KERNEL_OBJ_DEBUG=$AFBUS_BUILD/kernel-obj-debug
 # The benchmark kernel (kernel-patches/bench.config: no test modules).
 KERNEL_OBJ_BENCH=$AFBUS_BUILD/kernel-obj-bench
 
+# The system kernel (kernel-build.sh --system, kernel-deb.sh) starts
+# from Debian's configuration for the release: the amd64 flavour's
+# config of the linux-config-6.1 package (build-aux/packages.txt).
+DEBIAN_KERNEL_CONFIG=/usr/src/linux-config-6.1/config.amd64_none_amd64.xz
+
+# system_kernel_variant: from AFBUS_KERNEL_MODULES (kernel-build.sh),
+# SYSTEM_MODULES, the module list the kernel is trimmed to (empty: all of
+# Debian's modules), and where it is built and packaged:
+# SYSTEM_KERNEL_OBJ, SYSTEM_KERNEL_DEBS.
+system_kernel_variant() {
+	local m=${AFBUS_KERNEL_MODULES:-} suffix
+	case $m in
+	"")	SYSTEM_MODULES=$KERNEL_PATCHES/system.modules suffix= ;;
+	full)	SYSTEM_MODULES= suffix=-full ;;
+	*)	SYSTEM_MODULES=$(realpath "$m") suffix=-local ;;
+	esac
+	SYSTEM_KERNEL_OBJ=$AFBUS_BUILD/kernel-obj-system$suffix
+	SYSTEM_KERNEL_DEBS=$AFBUS_BUILD/kernel-debs$suffix
+}
+
 # The kernel is always built for x86_64, whatever `uname -m` says.
 export ARCH=x86_64
 

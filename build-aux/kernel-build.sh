@@ -19,9 +19,25 @@
 # headers are not installed again (they do not depend on the config).
 # With --bench, the same with kernel-patches/bench.config (no test
 # modules: the benchmark kernel of `make bench` and `make profile`) in
-# build/kernel-obj-bench.  With --system, bench.config and then
-# kernel-patches/system.config (what systemd needs: the kernel of
-# `make kernel-deb` and `run-qemu.sh --system`) in build/kernel-obj-system.
+# build/kernel-obj-bench.
+#
+# With --system, the kernel of `make kernel-deb` and `run-qemu.sh
+# --system`: Debian's own configuration for the release (the amd64
+# config of the linux-config-6.1 package, of the same version as
+# linux-source-6.1), with Debian's modules and AppArmor as the major LSM,
+# then kernel-patches/af_bus.config and kernel-patches/system.config
+# merged over it (AF_BUS built in, nfdbus a module, release VERSION-afbus),
+# built as Debian builds it (`make all`: the image and the modules).
+# Which of Debian's modules it builds depends on AFBUS_KERNEL_MODULES:
+#   (unset)   the modules of kernel-patches/system.modules, the lsmod of
+#             the system guest on Debian's own kernel (`make
+#             localmodconfig`): the system guest's and CI's kernel, in
+#             build/kernel-obj-system
+#   full      all of Debian's modules: the package a user installs on
+#             any machine, in build/kernel-obj-system-full
+#   FILE      the modules of FILE, the output of `lsmod` on the machine
+#             the kernel is for, in build/kernel-obj-system-local
+#
 # With --kcsan, kernel-patches/kcsan.config (the data-race detector, which
 # excludes the debug kernel's KASAN) in build/kernel-obj-kcsan, booted by
 # `run-qemu.sh --kcsan` on demand.
@@ -36,11 +52,20 @@ FRAGMENTS="$KERNEL_PATCHES/base.config"
 # and log, and installs no UAPI headers.
 VARIANT=
 case ${1:-} in
---debug|--kcsan|--bench|--system)
+--debug|--kcsan|--bench)
 	VARIANT=${1#--}
-	[ "$VARIANT" = system ] && FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/bench.config"
 	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/$VARIANT.config"
 	KERNEL_OBJ=$AFBUS_BUILD/kernel-obj-$VARIANT
+	;;
+--system)
+	VARIANT=system
+	FRAGMENTS="$KERNEL_PATCHES/af_bus.config $KERNEL_PATCHES/system.config"
+	system_kernel_variant
+	KERNEL_OBJ=$SYSTEM_KERNEL_OBJ
+	[ -f "$DEBIAN_KERNEL_CONFIG" ] || die "$DEBIAN_KERNEL_CONFIG is missing;" \
+		"install it with: apt-get install -y linux-config-6.1"
+	[ -z "$SYSTEM_MODULES" ] || [ -f "$SYSTEM_MODULES" ] ||
+		die "no module list $SYSTEM_MODULES (AFBUS_KERNEL_MODULES)"
 	;;
 esac
 # The system kernel's release is VERSION-afbus (CONFIG_LOCALVERSION), as
@@ -59,6 +84,12 @@ build_key() {
 	{
 		series_hash
 		for f in $FRAGMENTS; do echo "== $f"; cat "$f"; done
+		if [ "$VARIANT" = system ]; then
+			echo "== Debian's configuration"
+			xz -dc "$DEBIAN_KERNEL_CONFIG"
+			echo "== modules"
+			[ -z "$SYSTEM_MODULES" ] || awk '{print $1}' "$SYSTEM_MODULES" | sort
+		fi
 		sha256sum <"$0"
 		gcc --version | head -1
 	} | sha256sum | cut -d' ' -f1
@@ -91,7 +122,27 @@ check_config() {
 		"a dependency is probably missing from the fragment)"
 }
 
+# The system kernel: Debian's configuration, trimmed to a module list
+# by `make localmodconfig` (which keeps what is built in), then the
+# fragments over it and the defaults of the symbols they bring.
+configure_system() {
+	msg "configuring: Debian's ${DEBIAN_KERNEL_CONFIG##*/}${SYSTEM_MODULES:+ with the modules of ${SYSTEM_MODULES//$AFBUS_TOP\//}} + ${FRAGMENTS//$AFBUS_TOP\//}"
+	xz -dc "$DEBIAN_KERNEL_CONFIG" >"$KERNEL_OBJ/.config"
+	kmake olddefconfig >>"$LOG" 2>&1 || die "make olddefconfig failed; see $LOG"
+	if [ -n "$SYSTEM_MODULES" ]; then
+		kmake LSMOD="$SYSTEM_MODULES" localmodconfig </dev/null >>"$LOG" 2>&1 ||
+			die "make localmodconfig failed; see $LOG"
+	fi
+	(cd "$KERNEL_SRC" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		scripts/kconfig/merge_config.sh -m -O "$KERNEL_OBJ" \
+		"$KERNEL_OBJ/.config" $FRAGMENTS) >>"$LOG" 2>&1 ||
+		die "merge_config.sh failed; see $LOG"
+	kmake olddefconfig >>"$LOG" 2>&1 || die "make olddefconfig failed; see $LOG"
+	check_config
+}
+
 configure() {
+	[ "$VARIANT" = system ] && { configure_system; return; }
 	msg "configuring: tinyconfig + ${FRAGMENTS//$AFBUS_TOP\//}"
 	kmake tinyconfig >>"$LOG" 2>&1
 	(cd "$KERNEL_SRC" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
@@ -102,7 +153,7 @@ configure() {
 }
 
 main() {
-	local key start
+	local key start target
 
 	# One build at a time uses build/kernel-src: another build's sync
 	# would reset the tree under this one's compiler (the test, debug
@@ -135,8 +186,11 @@ main() {
 
 	start=$(date +%s)
 	configure
-	msg "building bzImage with $(nproc) jobs (log: $LOG)"
-	if ! kmake -j"$(nproc)" bzImage >>"$LOG" 2>&1; then
+	# the system kernel: its modules too, as bindeb-pkg packages them
+	target=bzImage
+	[ "$VARIANT" = system ] && target=all
+	msg "building $target with $(nproc) jobs (log: $LOG)"
+	if ! kmake -j"$(nproc)" $target >>"$LOG" 2>&1; then
 		grep -E 'error|Error' "$LOG" | tail -n 30 >&2 || true
 		die "kernel build failed; full log in $LOG"
 	fi

@@ -1,10 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Debian packages of the AF_BUS kernel (`make kernel-deb`): the system
-# kernel of build-aux/kernel-build.sh --system (kernel-patches/system.config:
-# what systemd needs, AF_BUS and nfdbus built in, no test modules),
-# packaged by the kernel's own `make bindeb-pkg` into build/kernel-debs/:
+# Debian packages of the AF_BUS kernel (`make kernel-deb`): Debian's
+# kernel with AF_BUS, the system kernel of build-aux/kernel-build.sh
+# --system (Debian's configuration of the release with AppArmor and its
+# modules, af_bus.config and system.config over it), packaged by the
+# kernel's own `make bindeb-pkg`:
 #   linux-image-VERSION-afbus_VERSION-1+afbus1_amd64.deb
 #   linux-headers-VERSION-afbus_...   (headers for out-of-tree modules)
 #   linux-libc-dev_...                (the UAPI headers, linux/bus.h among
@@ -12,13 +13,21 @@
 # Installed with `dpkg -i` like any Debian kernel: /boot/vmlinuz-*, the
 # System.map and config, modules in /lib/modules, and the kernel's
 # postinst hooks (/etc/kernel/postinst.d: initramfs-tools, GRUB) run.
+# AFBUS_KERNEL_MODULES chooses the modules (kernel-build.sh):
+#   (unset)  those of kernel-patches/system.modules, the system guest's
+#            and CI's kernel: build/kernel-debs (`make kernel-deb`)
+#   full     all of Debian's: what a user installs on any machine,
+#            build/kernel-debs-full (`make kernel-deb-full`)
+#   FILE     those of a machine's `lsmod` output: build/kernel-debs-local
+#            (`make kernel-deb LSMOD=FILE`)
 # The packages are remade only when the kernel or this script changes
-# (build/kernel-debs/.key).  Log: build/kernel-deb.log.
+# (.key in the output directory).  Log: build/kernel-deb.log.
 set -eu
 . "$(dirname "$0")/common.sh"
 
-OBJ=$AFBUS_BUILD/kernel-obj-system
-OUT=$AFBUS_BUILD/kernel-debs
+system_kernel_variant
+OBJ=$SYSTEM_KERNEL_OBJ
+OUT=$SYSTEM_KERNEL_DEBS
 LOG=$AFBUS_BUILD/kernel-deb.log
 # The Debian revision: first build of each kernel version, +afbus.
 REVISION=1+afbus1
@@ -33,7 +42,7 @@ main() {
 	want=$(key)
 	if [ "$(cat "$OUT/.key" 2>/dev/null)" = "$want" ] &&
 	   ls "$OUT"/linux-image-*.deb >/dev/null 2>&1; then
-		msg "build/kernel-debs is up to date"
+		msg "${OUT#"$AFBUS_BUILD"/} is up to date"
 		return 0
 	fi
 	# bindeb-pkg reads build/kernel-src: hold it as kernel-build.sh does.

@@ -7,8 +7,10 @@
 #   1. debootstrap --variant=minbase bookworm with systemd as init
 #      (systemd-sysv, udev, libpam-systemd: logind), Debian's dbus and
 #      dbus-user-session (the user bus), polkitd, libmnl0 (which the
-#      fork's dbus-daemon needs) and Debian's own kernel
-#      (linux-image-amd64, its initrd made by initramfs-tools):
+#      fork's dbus-daemon needs), Debian's own kernel
+#      (linux-image-amd64, its initrd made by initramfs-tools) and
+#      apparmor, which the kernel package recommends (Debian's profiles
+#      and apparmor.service, which loads them at boot):
 #      build/system/base, redone only when its inputs change;
 #   2. in a copy of it (build/system/tree): `dpkg -i` of the fork's
 #      packages (build/debs: every dbus package Debian's dbus installed,
@@ -37,7 +39,7 @@ set -eu
 . "$(dirname "$0")/common.sh"
 
 SUITE=bookworm
-PACKAGES=systemd-sysv,udev,libpam-systemd,dbus,dbus-user-session,polkitd,libmnl0,procps,linux-image-amd64,initramfs-tools
+PACKAGES=systemd-sysv,udev,libpam-systemd,dbus,dbus-user-session,polkitd,libmnl0,procps,linux-image-amd64,initramfs-tools,apparmor
 # GLib services beside polkitd, for tests/system/system-gdbus.sh (GDBus on
 # AF_BUS): accountsservice, which needs no hardware; by bus activation
 # (make_tree)

@@ -14,6 +14,19 @@
 # had it, later calls went straight to it, ahead of the ones the daemon
 # still held.
 . /usr/libexec/afbus/dbus-test-lib.sh
+
+# gated TAG OUT COMMAND...: COMMAND in the background, its output in
+# OUT, reading a fifo this shell holds open on fd 7 (each "echo go >&7"
+# lets it go on, "exec 7>&-" ends its input); its pid in $gated_pid.
+gated() {
+	_fifo=/tmp/$1-go _out=$2
+	shift 2
+	rm -f "$_fifo"
+	mkfifo "$_fifo"
+	"$@" <"$_fifo" >"$_out" 2>&1 &
+	gated_pid=$!
+	exec 7>"$_fifo"
+}
 cd /tmp
 
 activatable com.example.Order
@@ -41,11 +54,8 @@ done
 # Forwarded).
 bg sh -c 'afbus-daemon-calls serve com.example.Many 70 >/tmp/order-many.out 2>&1'
 wait_for_line /tmp/order-many.out '^ready '
-rm -f /tmp/order-go
-mkfifo /tmp/order-go
-afbus-daemon-calls burst com.example.Many 70 3 </tmp/order-go >/tmp/order-burst.out 2>&1 &
-burst_pid=$!
-exec 7>/tmp/order-go
+gated order /tmp/order-burst.out afbus-daemon-calls burst com.example.Many 70 3
+burst_pid=$gated_pid
 wait_for_line /tmp/order-burst.out '^connected$'
 kill -STOP $BUS_PID
 echo go >&7
@@ -78,13 +88,10 @@ for stop in no yes; do
 	mixed_pid=$!
 	wait_for_line /tmp/mixed-svc.out '^ready '
 	mixed_svc=$(sed -n 's/^ready //p' /tmp/mixed-svc.out)
-	rm -f /tmp/mixed-go
-	mkfifo /tmp/mixed-go
-	afbus-order-client $([ $stop = yes ] && echo --after || echo --mixed) \
-		com.example.Mixed$stop 3000 200 </tmp/mixed-go \
-		>/tmp/mixed.out 2>&1 &
-	client_pid=$!
-	exec 7>/tmp/mixed-go
+	gated mixed /tmp/mixed.out afbus-order-client \
+		$([ $stop = yes ] && echo --after || echo --mixed) \
+		com.example.Mixed$stop 3000 200
+	client_pid=$gated_pid
 	wait_for_line /tmp/mixed.out '^connected '
 	[ $stop = yes ] && kill -STOP "$mixed_pid"
 	echo go >&7
@@ -111,12 +118,8 @@ bg afbus-echo-service com.example.Peer >/tmp/peer-svc.out 2>&1
 wait_ready /tmp/hog-svc.out /tmp/peer-svc.out
 peer=$(sed -n 's/^ready //p' /tmp/peer-svc.out)
 kill -STOP $hog_pid
-rm -f /tmp/hog-go
-mkfifo /tmp/hog-go
-afbus-order-client --hog com.example.Hog 1500 "$peer" 20 </tmp/hog-go \
-	>/tmp/hog.out 2>&1 &
-client_pid=$!
-exec 7>/tmp/hog-go
+gated hog /tmp/hog.out afbus-order-client --hog com.example.Hog 1500 "$peer" 20
+client_pid=$gated_pid
 wait_for_line /tmp/hog.out '^synced$'
 kill -STOP $BUS_PID
 echo go >&7
@@ -143,12 +146,8 @@ expect_eq "... and once the receiver reads, it gets all 1500, in order" \
 bg afbus-echo-service com.example.Answer >/tmp/answer-svc.out 2>&1
 wait_for_line /tmp/answer-svc.out '^ready '
 answer_svc=$(sed -n 's/^ready //p' /tmp/answer-svc.out)
-rm -f /tmp/answer-go
-mkfifo /tmp/answer-go
-afbus-order-client --match com.example.Answer </tmp/answer-go \
-	>/tmp/answer.out 2>&1 &
-client_pid=$!
-exec 7>/tmp/answer-go
+gated answer /tmp/answer.out afbus-order-client --match com.example.Answer
+client_pid=$gated_pid
 wait_for_line /tmp/answer.out '^connected '
 kill -STOP $BUS_PID
 echo go >&7
@@ -169,12 +168,8 @@ expect_eq "... the call was answered and the signal delivered" \
 bg afbus-signal listen "type='signal',sender='com.example.Owned',member='Answer'" \
 	>/tmp/owned-listen.out 2>&1
 wait_for_line /tmp/owned-listen.out '^ready '
-rm -f /tmp/owned-go
-mkfifo /tmp/owned-go
-afbus-order-client --own com.example.Answer com.example.Owned \
-	</tmp/owned-go >/tmp/owned.out 2>&1 &
-client_pid=$!
-exec 7>/tmp/owned-go
+gated owned /tmp/owned.out afbus-order-client --own com.example.Answer com.example.Owned
+client_pid=$gated_pid
 wait_for_line /tmp/owned.out '^connected '
 kill -STOP $BUS_PID
 echo go >&7

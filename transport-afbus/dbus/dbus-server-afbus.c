@@ -725,8 +725,10 @@ set_rcvbuf (DBusServerAfbus *afbus_server,
 }
 
 /* The most the daemon lets the kernel hold unread for one connection
- * of an AF_BUS bus: kernel memory is charged to no memory cgroup, so
- * not all of max_outgoing_bytes (127 MB on the system bus). */
+ * of an AF_BUS bus: not all of max_outgoing_bytes (127 MB on the system
+ * bus), which would soon exhaust the budgets of the bus and of the
+ * recipient's user that queued bytes are charged to, beside the
+ * recipient's memory cgroup (af_bus.rst, "Memory"). */
 #define AFBUS_MAX_RCVBUF (8 * 1024 * 1024)
 
 /* Where the kernel says how large a message a bus master without
