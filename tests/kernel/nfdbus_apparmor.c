@@ -30,7 +30,6 @@
  */
 #include "nfdbus_test.h"
 
-#include <libmnl/libmnl.h>
 #include <pthread.h>
 #include <sys/klog.h>
 #include <sys/mount.h>
@@ -275,19 +274,12 @@ static int confined_socket(struct __test_metadata *_metadata,
 	return c.fd;
 }
 
-/* NFDBUS_CMD_SET_BUS with flags and the bus type. */
+/* NFDBUS_CMD_SET_BUS with flags and the bus type, as dbus-daemon sends
+ * it (libnfdbus, transport-afbus/bus/bus-afbus-match.c set_bus())
+ */
 static int set_bus(struct nfd_bus *b, uint32_t flags, const char *type)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-
-	mnl_attr_put(nlh, NFDBUS_A_BUS_PATH, b->nb.len, b->nb.path);
-	mnl_attr_put_u32(nlh, NFDBUS_A_BUS_FLAGS, flags);
-	if (type)
-		mnl_attr_put_strz(nlh, NFDBUS_A_BUS_TYPE, type);
-	return nfdbus_request_raw(b->h, NFDBUS_CMD_SET_BUS, 0,
-				  mnl_nlmsg_get_payload(nlh),
-				  nlh->nlmsg_len - MNL_NLMSG_HDRLEN);
+	return nfdbus_set_bus_type(b->h, &b->nb, flags, 0, 0, type);
 }
 
 /*
@@ -383,10 +375,16 @@ static int send_to(struct nfd_bus *b, int from, int to,
 TEST_F(aa, set_bus_type)
 {
 	AA_REQUIRED();
+	/* longer than NFDBUS_BUS_TYPE_MAX - 1: refused, nothing set */
+	ASSERT_EQ(-ENAMETOOLONG,
+		  set_bus(&self->b, 0, "0123456789abcdef0123456789abcdef"));
 	ASSERT_LE(0, set_bus(&self->b, 0, BUS_TYPE));
 	/* once: another type is refused, the same one is fine */
 	ASSERT_EQ(-EBUSY, set_bus(&self->b, 0, "session"));
 	ASSERT_LE(0, set_bus(&self->b, 0, BUS_TYPE));
+	/* no type: the flags change, the type stays */
+	ASSERT_LE(0, set_bus(&self->b, 0, NULL));
+	ASSERT_EQ(-EBUSY, set_bus(&self->b, 0, "session"));
 }
 
 TEST_F(aa, peer_labels)
