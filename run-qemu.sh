@@ -417,6 +417,20 @@ use_debug_kernel() {
 	GUEST_APPEND="afbus.debug=1 kmemleak.verbose=1"
 }
 
+# A kernel built with modules (debug.config: nfdbus) has them in
+# modules.cpio.gz of its object directory (build-aux/kernel-modules.sh):
+# the guest boots the initramfs with that archive appended (the kernel
+# unpacks one after the other), and its init loads them.
+with_kernel_modules() {
+	local modules=${KERNEL%/arch/x86/boot/bzImage}/modules.cpio.gz
+	local out=$AFBUS_BUILD/initramfs-modules.cpio.gz
+
+	[ -f "$modules" ] || return 0
+	cat "$INITRAMFS" "$modules" >"$out.tmp"
+	mv "$out.tmp" "$out"
+	INITRAMFS=$out
+}
+
 # --kcsan: the KCSAN kernel, with the debug run's defaults but no
 # kmemleak scan (kcsan.config has no kmemleak).
 use_kcsan_kernel() {
@@ -591,7 +605,10 @@ main() {
 
 	if [ "${AFBUS_SKIP_BUILD:-0}" != 1 ]; then
 		build >&2
-		[ $debug = 0 ] || "$AFBUS_TOP/build-aux/kernel-build.sh" $debug_kernel >&2
+		if [ $debug = 1 ]; then
+			"$AFBUS_TOP/build-aux/kernel-build.sh" $debug_kernel >&2
+			"$AFBUS_TOP/build-aux/kernel-modules.sh" $debug_kernel >&2
+		fi
 	fi
 	# the benchmark kernel and initramfs (cached): also with
 	# AFBUS_SKIP_BUILD (make bench); --check never builds them
@@ -616,6 +633,7 @@ main() {
 	fi
 	[ -f "$KERNEL" ] || die "no kernel at $KERNEL"
 	[ -f "$INITRAMFS" ] || die "no initramfs at $INITRAMFS"
+	with_kernel_modules
 
 	if [ "$mode" = shell ]; then
 		run_qemu shell

@@ -43,6 +43,22 @@ struct nfdbus {
 	char			buf[NFDBUS_BUF_SIZE];
 };
 
+/* The allocator of handles and policy requests (nfdbus_set_allocator()). */
+static void *nfdbus_default_zalloc(size_t size)
+{
+	return calloc(1, size);
+}
+
+static void *(*nfdbus_zalloc)(size_t size) = nfdbus_default_zalloc;
+static void (*nfdbus_free)(void *ptr) = free;
+
+void nfdbus_set_allocator(void *(*zalloc)(size_t size),
+			  void (*release)(void *ptr))
+{
+	nfdbus_zalloc = zalloc ? zalloc : nfdbus_default_zalloc;
+	nfdbus_free = release ? release : free;
+}
+
 const char *nfdbus_error(const struct nfdbus *h)
 {
 	return h->err;
@@ -213,9 +229,11 @@ struct nfdbus *nfdbus_open(void)
 	struct nfdbus *h;
 	int err;
 
-	h = calloc(1, sizeof(*h));
-	if (!h)
+	h = nfdbus_zalloc(sizeof(*h));
+	if (!h) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	/*
 	 * The socket has the rights of its opener (a bus's owner keeps them
 	 * after dropping privileges): never leak it into exec'd programs.
@@ -235,13 +253,16 @@ struct nfdbus *nfdbus_fdopen(int fd)
 	struct nfdbus *h;
 	int err;
 
-	h = calloc(1, sizeof(*h));
-	if (!h)
+	h = nfdbus_zalloc(sizeof(*h));
+	if (!h) {
+		close(fd);
+		errno = ENOMEM;
 		return NULL;
+	}
 	h->nl = mnl_socket_fdopen(fd);
 	if (!h->nl) {
 		err = errno;
-		free(h);
+		nfdbus_free(h);
 		close(fd);
 		errno = err;
 		return NULL;
@@ -260,7 +281,7 @@ void nfdbus_close(struct nfdbus *h)
 		return;
 	if (h->nl)
 		mnl_socket_close(h->nl);
-	free(h);
+	nfdbus_free(h);
 }
 
 int nfdbus_bus_parse(struct nfdbus_bus *bus, const char *text)
@@ -566,17 +587,31 @@ int nfdbus_get_bus_flags(struct nfdbus *h, const struct nfdbus_bus *bus,
 	return nfdbus_get_bus(h, bus, flags, NULL, NULL);
 }
 
-/* Room a rule takes in a request, at most. */
+/* Room a rule takes in a request: what nfdbus_put_policy_rule() puts. */
 static size_t nfdbus_policy_rule_size(const struct nfdbus_policy_rule *r)
 {
 	const char *strs[] = { r->path, r->interface, r->member, r->error };
-	size_t size = MNL_ATTR_HDRLEN + 4 * MNL_ALIGN(MNL_ATTR_HDRLEN + 4) +
-		      MNL_ALIGN(MNL_ATTR_HDRLEN + 8);
+	size_t size = MNL_ATTR_HDRLEN + 2 * MNL_ALIGN(MNL_ATTR_HDRLEN + 1);
 	unsigned int i;
 
+	if (r->type)
+		size += MNL_ALIGN(MNL_ATTR_HDRLEN + 1);
+	if (r->flags)
+		size += MNL_ALIGN(MNL_ATTR_HDRLEN + 4);
 	for (i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		if (strs[i])
 			size += MNL_ALIGN(MNL_ATTR_HDRLEN + strlen(strs[i]) + 1);
+	if (r->has_addr)
+		size += MNL_ALIGN(MNL_ATTR_HDRLEN + 8);
+	return size;
+}
+
+size_t nfdbus_policy_size(const struct nfdbus_policy_rule *rules, size_t n)
+{
+	size_t size = MNL_ATTR_HDRLEN, i;
+
+	for (i = 0; i < n; i++)
+		size += nfdbus_policy_rule_size(&rules[i]);
 	return size;
 }
 
@@ -610,16 +645,32 @@ int nfdbus_set_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
 {
 	struct nlattr *list;
 	struct nlmsghdr *nlh;
-	size_t size, i;
+	size_t size, list_size, i;
 	void *buf;
 	int err;
 
+	/*
+	 * Refused here rather than sent wrong: the kernel takes no more
+	 * rules, and the length of the attribute that holds them is 16 bits
+	 * (libmnl would cut it, and the kernel see other rules).
+	 */
+	if (n > NFDBUS_POLICY_RULES_MAX) {
+		snprintf(h->err, sizeof(h->err),
+			 "a policy of %zu rules (the kernel takes %d at most)",
+			 n, NFDBUS_POLICY_RULES_MAX);
+		return -E2BIG;
+	}
+	list_size = nfdbus_policy_size(rules, n);
+	if (list_size > NFDBUS_POLICY_SIZE_MAX) {
+		snprintf(h->err, sizeof(h->err),
+			 "a policy of %zu bytes (a request holds %d at most)",
+			 list_size, NFDBUS_POLICY_SIZE_MAX);
+		return -EMSGSIZE;
+	}
 	size = MNL_NLMSG_HDRLEN + MNL_ALIGN(sizeof(struct genlmsghdr)) +
 	       MNL_ALIGN(MNL_ATTR_HDRLEN + sizeof(bus->path)) +
-	       3 * MNL_ALIGN(MNL_ATTR_HDRLEN + 4);
-	for (i = 0; i < n; i++)
-		size += nfdbus_policy_rule_size(&rules[i]);
-	buf = calloc(1, size);
+	       3 * MNL_ALIGN(MNL_ATTR_HDRLEN + 4) + list_size;
+	buf = nfdbus_zalloc(size);
 	if (!buf)
 		return -ENOMEM;
 	nlh = nfdbus_msg_in(h, buf, h->family, NFDBUS_GENL_VERSION,
@@ -633,7 +684,7 @@ int nfdbus_set_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
 		nfdbus_put_policy_rule(nlh, &rules[i]);
 	mnl_attr_nest_end(nlh, list);
 	err = nfdbus_talk(h, nlh, NULL, NULL);
-	free(buf);
+	nfdbus_free(buf);
 	return err;
 }
 

@@ -66,6 +66,16 @@ typedef int (*nfdbus_rule_cb)(const struct nfdbus_rule_info *info,
  */
 struct nfdbus *nfdbus_open(void);
 /*
+ * The allocator of the handles and of the requests too big for a
+ * handle's buffer (policies): zalloc returns zeroed memory or NULL,
+ * release frees it; NULL for calloc and free (the default).  A program
+ * with its own allocator (dbus-daemon: dbus_malloc0 and dbus_free, whose
+ * failure injection then reaches libnfdbus) sets it before anything
+ * else, once.  libmnl's socket itself comes from malloc.
+ */
+void nfdbus_set_allocator(void *(*zalloc)(size_t size),
+			  void (*release)(void *ptr));
+/*
  * A handle on a netlink socket received from another process (or
  * inherited), bound and of family NETLINK_GENERIC. The handle takes the
  * fd over: nfdbus_close() closes it, and so does a failure (NULL and
@@ -158,7 +168,23 @@ struct nfdbus_policy_rule {
 	uint64_t	addr;		/* recipient's (send), sender's (receive) */
 };
 
-/* Create policy id of the bus, or replace its rules, with the n rules. */
+/*
+ * The most bytes the rules of one policy take in a request: the length
+ * of the netlink attribute that holds them is 16 bits.
+ */
+#define NFDBUS_POLICY_SIZE_MAX	65535
+
+/*
+ * The bytes the n rules take in a request (NFDBUS_A_POLICY_RULES, with
+ * its header): at most NFDBUS_POLICY_SIZE_MAX for nfdbus_set_policy().
+ */
+size_t nfdbus_policy_size(const struct nfdbus_policy_rule *rules, size_t n);
+/*
+ * Create policy id of the bus, or replace its rules, with the n rules.
+ * -E2BIG for more than NFDBUS_POLICY_RULES_MAX rules and -EMSGSIZE for
+ * more than NFDBUS_POLICY_SIZE_MAX bytes of them, without asking the
+ * kernel (nfdbus_error() says how many).
+ */
 int nfdbus_set_policy(struct nfdbus *h, const struct nfdbus_bus *bus,
 		      uint32_t id, const struct nfdbus_policy_rule *rules,
 		      size_t n);

@@ -202,7 +202,8 @@ policy_key (BusClientPolicy *client)
 }
 
 /* A name of a rule as an address: FALSE on OOM; *use FALSE when the rule
- * cannot apply to messages between AF_BUS clients. */
+ * cannot apply to messages between AF_BUS clients.  Without @context,
+ * only the form of the rule (a well-known name gets address 0). */
 static dbus_bool_t
 name_to_addr (BusContext                *context,
               const char                *name,
@@ -213,6 +214,8 @@ name_to_addr (BusContext                *context,
     *use = FALSE;
   else if (name[0] == ':')
     *use = _dbus_afbus_addr_from_unique_name (name, &out->addr);
+  else if (context == NULL)
+    out->addr = 0;
   else if (!bus_afbus_name_addr_pin (bus_context_get_afbus (context)->names,
                                      name, &out->addr))
     return FALSE;
@@ -221,7 +224,7 @@ name_to_addr (BusContext                *context,
 }
 
 /* The kernel form of a send or receive rule; *use FALSE to leave it
- * out.  FALSE on OOM. */
+ * out.  FALSE on OOM.  Without @context, only its form (name_to_addr()). */
 static dbus_bool_t
 translate_rule (BusContext                *context,
                 BusPolicyRule             *rule,
@@ -303,6 +306,122 @@ translate_rule (BusContext                *context,
   return TRUE;
 }
 
+/* The daemon's own rule, last in every policy, so that nothing allows
+ * it: no client may send another a signal on the daemon's own
+ * interface, whose signals the libraries act on
+ * (bus_afbus_check_message() refuses any message on it that goes
+ * through the daemon).  A signal always has an interface, so this
+ * denies nothing else (a deny rule naming an interface would apply to
+ * a method call or reply without one). */
+static void
+last_rule (struct nfdbus_policy_rule *out)
+{
+  memset (out, 0, sizeof (*out));
+  out->direction = NFDBUS_POLICY_SEND;
+  out->allow = 0;
+  out->type = DBUS_MESSAGE_TYPE_SIGNAL;
+  out->interface = DBUS_INTERFACE_AFBUS;
+}
+
+/* The kernel rules a client may get at most: those of every context. */
+typedef struct
+{
+  size_t n;                     /**< how many */
+  size_t size;                  /**< their bytes in a request */
+} PolicySize;
+
+static void
+add_rule_list (DBusList **rules,
+               void      *data)
+{
+  PolicySize *ps = data;
+  struct nfdbus_policy_rule out;
+  DBusList *link;
+  dbus_bool_t use;
+
+  for (link = _dbus_list_get_first_link (rules); link != NULL;
+       link = _dbus_list_get_next_link (rules, link))
+    {
+      /* (no context: allocates nothing) */
+      translate_rule (NULL, link->data, &out, &use);
+      if (!use)
+        continue;
+      ps->n++;
+      ps->size += nfdbus_policy_size (&out, 1) - nfdbus_policy_size (NULL, 0);
+    }
+}
+
+/**
+ * Whether the kernel can hold the policy of any client of the
+ * configuration's @policy, before the daemon takes it (bus.c): the
+ * kernel takes at most NFDBUS_POLICY_RULES_MAX rules in one policy, and
+ * one request holds at most NFDBUS_POLICY_SIZE_MAX bytes of them
+ * (libnfdbus.h), which rules with long names reach with fewer.  A
+ * client's policy has the rules of the contexts that apply to it
+ * (default, its user's and groups', console, mandatory); counting those
+ * of every context, the daemon knows before any Hello that none fails
+ * for its policy.  When they do not fit: at startup the daemon does not
+ * listen on its AF_BUS address (one warning, bus_afbus_stop_listening():
+ * its clients fall back to the bus's other addresses), and fails only
+ * if it had no other; on ReloadConfig it refuses the configuration
+ * (LimitsExceeded) and keeps the one it has.
+ */
+dbus_bool_t
+bus_afbus_policy_fits (BusContext  *context,
+                       BusPolicy   *policy,
+                       dbus_bool_t  is_reload,
+                       DBusError   *error)
+{
+  PolicySize ps = { 0, nfdbus_policy_size (NULL, 0) };
+  struct nfdbus_policy_rule last;
+  DBusString why;
+  dbus_bool_t ok;
+
+  if (bus_afbus_server (context) == NULL)
+    return TRUE;
+
+  bus_policy_foreach_rule_list (policy, add_rule_list, &ps);
+  last_rule (&last);
+  ps.n++;
+  ps.size += nfdbus_policy_size (&last, 1) - nfdbus_policy_size (NULL, 0);
+  _dbus_verbose ("AF_BUS policies: at most %lu kernel rules, %lu bytes\n",
+                 (unsigned long) ps.n, (unsigned long) ps.size);
+  if (ps.n <= NFDBUS_POLICY_RULES_MAX && ps.size <= NFDBUS_POLICY_SIZE_MAX)
+    return TRUE;
+
+  if (!_dbus_string_init (&why) ||
+      !_dbus_string_append_printf (&why,
+                                   "the bus policy gives an AF_BUS client"
+                                   " up to %lu rules of %lu bytes, and the"
+                                   " kernel holds at most %d rules of %d"
+                                   " bytes in one policy (nfdbus)",
+                                   (unsigned long) ps.n,
+                                   (unsigned long) ps.size,
+                                   NFDBUS_POLICY_RULES_MAX,
+                                   NFDBUS_POLICY_SIZE_MAX))
+    {
+      _dbus_string_free (&why);
+      BUS_SET_OOM (error);
+      return FALSE;
+    }
+
+  if (is_reload)
+    {
+      dbus_set_error (error, DBUS_ERROR_LIMITS_EXCEEDED,
+                      "Not reloading the configuration: %s",
+                      _dbus_string_get_const_data (&why));
+      ok = FALSE;
+    }
+  else
+    {
+      ok = bus_afbus_stop_listening (context,
+                                     _dbus_string_get_const_data (&why),
+                                     error);
+    }
+  _dbus_string_free (&why);
+  return ok;
+}
+
 /* Give the kernel policy id of @pb the rules of @client. */
 static dbus_bool_t
 push_policy (BusContext      *context,
@@ -339,17 +458,7 @@ push_policy (BusContext      *context,
       n += use;
     }
 
-  /* Last, so that nothing allows it: no client may send another a
-   * signal on the daemon's own interface, whose signals the libraries
-   * act on (bus_afbus_check_message() refuses any message on it that
-   * goes through the daemon).  A signal always has an interface, so
-   * this denies nothing else (a deny rule naming an interface would
-   * apply to a method call or reply without one). */
-  out[n].direction = NFDBUS_POLICY_SEND;
-  out[n].allow = 0;
-  out[n].type = DBUS_MESSAGE_TYPE_SIGNAL;
-  out[n].interface = DBUS_INTERFACE_AFBUS;
-  n++;
+  last_rule (&out[n++]);
 
   err = nfdbus_set_policy (nfdbus, &pb->bus, id, out, n);
   dbus_free (out);
@@ -547,6 +656,15 @@ bus_afbus_policy_reload (BusContext *context,
 }
 
 #else /* !DBUS_HAVE_AFBUS */
+
+dbus_bool_t
+bus_afbus_policy_fits (BusContext  *context,
+                       BusPolicy   *policy,
+                       dbus_bool_t  is_reload,
+                       DBusError   *error)
+{
+  return TRUE;
+}
 
 struct BusAfbusPolicy
 {

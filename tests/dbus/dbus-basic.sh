@@ -54,6 +54,8 @@ expect_eq "... but not the AF_BUS one" "" "$(printf '%s\n' "$out" | grep AF_BUS)
 # A service on libdbus, by well-known and by unique name.
 bg sh -c 'afbus-echo-service com.example.Echo >/tmp/svc.out 2>&1'
 check "the service gets its well-known name" wait_for_name com.example.Echo
+# (the name can be owned before the service printed its "ready" line)
+wait_ready /tmp/svc.out
 svc=$(sed -n 's/^ready //p' /tmp/svc.out)
 expect_match "the service has an AF_BUS unique name" '^:0\.[1-9a-f][0-9a-f]*$' "$svc"
 
@@ -145,6 +147,7 @@ expect_match "a name without owner gives ServiceUnknown/NameHasNoOwner" \
 afbus-echo-service com.example.Victim >/tmp/victim.out 2>&1 &
 victim_pid=$!
 check "the victim service gets its name" wait_for_name com.example.Victim
+wait_ready /tmp/victim.out
 victim=$(sed -n 's/^ready //p' /tmp/victim.out)
 expect_eq "the daemon has the kernel check senders (and apply the policy, and track replies with session.conf's limits) on its bus" \
 	"check-sender policy replies max-replies=50000 reply-timeout=0" \

@@ -8,9 +8,9 @@
  */
 #include "af_bus_test.h"
 
-#include <linux/bpf.h>
+#include "af_bus_bpf.h"
+
 #include <linux/filter.h>
-#include <sys/syscall.h>
 
 /* p[0], p[1], p[2] joined, at addresses 1, 2, 3. */
 BUS_PEERS_FIXTURE(filt, 3, 3)
@@ -49,55 +49,6 @@ static void detach_filter(struct __test_metadata *_metadata, int fd)
 
 	ASSERT_OK(setsockopt(fd, SOL_SOCKET, SO_DETACH_FILTER, &zero,
 			     sizeof(zero)));
-}
-
-/* eBPF instructions, written out as the UAPI defines them. */
-#define EBPF_MOV64_IMM(D, I)					\
-	((struct bpf_insn){ .code = BPF_ALU64 | BPF_MOV | BPF_K,	\
-			    .dst_reg = D, .imm = I })
-#define EBPF_MOV64_REG(D, S)					\
-	((struct bpf_insn){ .code = BPF_ALU64 | BPF_MOV | BPF_X,	\
-			    .dst_reg = D, .src_reg = S })
-/* r0 = the byte at offset off of the packet (the context is in r6) */
-#define EBPF_LD_ABS_B(O)						\
-	((struct bpf_insn){ .code = BPF_LD | BPF_B | BPF_ABS, .imm = O })
-#define EBPF_JNE_IMM(D, I, O)					\
-	((struct bpf_insn){ .code = BPF_JMP | BPF_JNE | BPF_K,		\
-			    .dst_reg = D, .off = O, .imm = I })
-#define EBPF_EXIT()							\
-	((struct bpf_insn){ .code = BPF_JMP | BPF_EXIT })
-
-/* Load a BPF_PROG_TYPE_SOCKET_FILTER program with bpf(2); returns its fd. */
-static int load_ebpf(struct __test_metadata *_metadata,
-		     const struct bpf_insn *insns, unsigned int n)
-{
-	static char log[4096];
-	union bpf_attr attr;
-	int fd;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
-	attr.insns = (__u64)(unsigned long)insns;
-	attr.insn_cnt = n;
-	attr.license = (__u64)(unsigned long)"GPL";
-	attr.log_buf = (__u64)(unsigned long)log;
-	attr.log_size = sizeof(log);
-	attr.log_level = 1;
-	log[0] = 0;
-	fd = syscall(__NR_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
-	ASSERT_LE(0, fd) TH_LOG("BPF_PROG_LOAD: %s\n%s", strerror(errno), log);
-	return fd;
-}
-
-static void attach_ebpf(struct __test_metadata *_metadata, int fd,
-			const struct bpf_insn *insns, unsigned int n)
-{
-	int prog = load_ebpf(_metadata, insns, n);
-
-	ASSERT_OK(setsockopt(fd, SOL_SOCKET, SO_ATTACH_BPF, &prog,
-			     sizeof(prog)));
-	/* the socket holds the program now */
-	close(prog);
 }
 
 /* eBPF: accept at most n bytes (0 drops the message). */

@@ -11,6 +11,7 @@
  * Peers: 0 calls, 1 answers, 2 forges, 3 eavesdrops (in some tests).
  */
 #include "nfdbus_test.h"
+#include "af_bus_bpf.h"
 
 #include <linux/filter.h>
 #include <time.h>
@@ -38,39 +39,12 @@ static struct nfd_blob msg_dest(struct __test_metadata *_metadata,
 				uint32_t serial, uint32_t reply_serial,
 				bool no_reply, const char *dest)
 {
-	struct nfd_blob out = { 0 };
 	char sender[32];
-	DBusMessage *m;
-	char *data;
-	int len;
 
 	snprintf(sender, sizeof(sender), ":0.%llx",
 		 (unsigned long long)b->p[from].addr);
-	m = dbus_message_new(type);
-	ASSERT_NE(NULL, m);
-	ASSERT_TRUE(dbus_message_set_sender(m, sender));
-	if (dest)
-		ASSERT_TRUE(dbus_message_set_destination(m, dest));
-	if (type == DBUS_MESSAGE_TYPE_METHOD_CALL) {
-		ASSERT_TRUE(dbus_message_set_path(m, "/org/ex/Obj"));
-		ASSERT_TRUE(dbus_message_set_interface(m, "org.ex.Iface"));
-		ASSERT_TRUE(dbus_message_set_member(m, "Do"));
-		dbus_message_set_no_reply(m, no_reply);
-	} else {
-		if (type == DBUS_MESSAGE_TYPE_ERROR)
-			ASSERT_TRUE(dbus_message_set_error_name(m,
-							"org.ex.Error"));
-		ASSERT_TRUE(dbus_message_set_reply_serial(m, reply_serial));
-	}
-	dbus_message_set_serial(m, serial);
-	ASSERT_TRUE(dbus_message_marshal(m, &data, &len));
-	dbus_message_unref(m);
-	out.data = malloc(len);
-	ASSERT_NE(NULL, out.data);
-	memcpy(out.data, data, len);
-	out.len = len;
-	dbus_free(data);
-	return out;
+	return nfd_call_msg(_metadata, sender, dest, type, serial,
+			    reply_serial, no_reply);
 }
 
 static struct nfd_blob msg(struct __test_metadata *_metadata,
@@ -650,6 +624,81 @@ TEST_F(replies, policy_decides_unrequested)
 	SEND(b, 0, 1, CALL, 6, 0, false, 0, 0x2);
 	SEND(b, 1, 0, RETURN, 4, 6, false, 0, 0x1);
 	ASSERT_EQ(1, nfd_stats(_metadata, b).unrequested);
+}
+
+/*
+ * An eBPF socket filter may write the five words of __sk_buff cb[] (the
+ * middle of skb->cb, where AF_BUS keeps its per-message control block):
+ * nfdbus's tag of the message (nf_id, which finds its parse again at the
+ * next hook) and the address the sender named survive it, so reply
+ * tracking and the policy decide as without the filter.  Every peer's
+ * socket runs a filter that overwrites cb[0..4] with values like parse
+ * tags and counts its runs in a map.
+ */
+TEST_F(replies, ebpf_cb_writer_changes_nothing)
+{
+	struct nfd_bus *b = &self->b;
+	int map = ebpf_counter_create(_metadata);
+	const struct bpf_insn insns[] = {
+		EBPF_MOV64_REG(BPF_REG_6, BPF_REG_1),
+		EBPF_MOV64_IMM(BPF_REG_2, -1),
+		EBPF_STX_W(BPF_REG_6, BPF_REG_2,
+			   offsetof(struct __sk_buff, cb[0])),
+		EBPF_MOV64_IMM(BPF_REG_2, 1),
+		EBPF_STX_W(BPF_REG_6, BPF_REG_2,
+			   offsetof(struct __sk_buff, cb[1])),
+		EBPF_MOV64_IMM(BPF_REG_2, 0x100),
+		EBPF_STX_W(BPF_REG_6, BPF_REG_2,
+			   offsetof(struct __sk_buff, cb[2])),
+		EBPF_MOV64_IMM(BPF_REG_2, 0x201),
+		EBPF_STX_W(BPF_REG_6, BPF_REG_2,
+			   offsetof(struct __sk_buff, cb[3])),
+		EBPF_MOV64_IMM(BPF_REG_2, -1),
+		EBPF_STX_W(BPF_REG_6, BPF_REG_2,
+			   offsetof(struct __sk_buff, cb[4])),
+		/* count the run: key 0 on the stack, lookup, atomic add */
+		EBPF_MOV64_IMM(BPF_REG_2, 0),
+		EBPF_STX_W(BPF_REG_10, BPF_REG_2, -4),
+		EBPF_MOV64_REG(BPF_REG_2, BPF_REG_10),
+		EBPF_ADD64_IMM(BPF_REG_2, -4),
+		EBPF_LD_MAP_FD(BPF_REG_1, map),
+		EBPF_CALL(BPF_FUNC_map_lookup_elem),
+		EBPF_JEQ_IMM(BPF_REG_0, 0, 2),
+		EBPF_MOV64_IMM(BPF_REG_1, 1),
+		EBPF_ATOMIC_ADD_DW(BPF_REG_0, BPF_REG_1, 0),
+		/* keep the whole message */
+		EBPF_LDX_W(BPF_REG_0, BPF_REG_6,
+			   offsetof(struct __sk_buff, len)),
+		EBPF_EXIT(),
+	};
+	int i;
+
+	for (i = 0; i < b->n; i++)
+		attach_ebpf(_metadata, b->p[i].cfd, insns,
+			    sizeof(insns) / sizeof(insns[0]));
+
+	/* reply tracking alone */
+	SEND(b, 0, 1, CALL, 5, 0, false, 0, 0x2);
+	SEND(b, 2, 0, RETURN, 1, 5, false, EPERM, 0);
+	SEND(b, 1, 0, RETURN, 40, 5, false, 0, 0x1);
+	SEND(b, 1, 0, RETURN, 41, 5, false, EPERM, 0);
+	SEND(b, 0, 1, CALL, 6, 0, true, 0, 0x2);
+	SEND(b, 1, 0, ERROR, 42, 6, false, EPERM, 0);
+	ASSERT_EQ(3, nfd_stats(_metadata, b).unrequested);
+	/* the filters ran: at least on the three messages delivered */
+	ASSERT_LE(3, ebpf_counter_read(_metadata, map));
+
+	/* and with the policy: only requested replies are allowed */
+	allow_all(_metadata, b, NFDBUS_POLICY_F_REQUESTED_ONLY);
+	ASSERT_OK(nfdbus_set_bus(b->h, &b->nb,
+				 NFDBUS_BUS_REPLIES | NFDBUS_BUS_POLICY, 0, 0));
+	SEND(b, 0, 1, CALL, 7, 0, false, 0, 0x2);
+	SEND(b, 2, 0, RETURN, 2, 7, false, EPERM, 0);
+	SEND(b, 1, 0, RETURN, 43, 7, false, 0, 0x1);
+	SEND(b, 1, 0, RETURN, 44, 7, false, EPERM, 0);
+	ASSERT_EQ(5, nfd_stats(_metadata, b).unrequested);
+	ASSERT_LE(5, ebpf_counter_read(_metadata, map));
+	close(map);
 }
 
 TEST_HARNESS_MAIN

@@ -207,6 +207,46 @@ static inline struct nfd_blob nfd_marshal(struct __test_metadata *_metadata,
 	return b;
 }
 
+/* A method call (to /org/ex/Obj org.ex.Iface.Do), return or error (to
+ * reply_serial) from sender, as its library would marshal it, with a
+ * DESTINATION when dest is not NULL. */
+static inline struct nfd_blob nfd_call_msg(struct __test_metadata *_metadata,
+					   const char *sender, const char *dest,
+					   int type, uint32_t serial,
+					   uint32_t reply_serial, bool no_reply)
+{
+	struct nfd_blob out = { 0 };
+	DBusMessage *m;
+	char *data;
+	int len;
+
+	m = dbus_message_new(type);
+	ASSERT_NE(NULL, m);
+	ASSERT_TRUE(dbus_message_set_sender(m, sender));
+	if (dest)
+		ASSERT_TRUE(dbus_message_set_destination(m, dest));
+	if (type == DBUS_MESSAGE_TYPE_METHOD_CALL) {
+		ASSERT_TRUE(dbus_message_set_path(m, "/org/ex/Obj"));
+		ASSERT_TRUE(dbus_message_set_interface(m, "org.ex.Iface"));
+		ASSERT_TRUE(dbus_message_set_member(m, "Do"));
+		dbus_message_set_no_reply(m, no_reply);
+	} else {
+		if (type == DBUS_MESSAGE_TYPE_ERROR)
+			ASSERT_TRUE(dbus_message_set_error_name(m,
+							"org.ex.Error"));
+		ASSERT_TRUE(dbus_message_set_reply_serial(m, reply_serial));
+	}
+	dbus_message_set_serial(m, serial);
+	ASSERT_TRUE(dbus_message_marshal(m, &data, &len));
+	dbus_message_unref(m);
+	out.data = malloc(len);
+	ASSERT_NE(NULL, out.data);
+	memcpy(out.data, data, len);
+	out.len = len;
+	dbus_free(data);
+	return out;
+}
+
 /* Multicast from peer `from` to prefix 0; returns what sendto did (errno). */
 static inline int nfd_mcast(struct nfd_bus *b, int from, const void *msg,
 			    size_t len)

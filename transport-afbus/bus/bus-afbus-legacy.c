@@ -20,6 +20,8 @@
 #include "bus-afbus-legacy.h"
 #include "bus-afbus.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <dbus/dbus-sysdeps-afbus.h>
 #include <dbus/dbus-hash.h>
@@ -461,6 +463,33 @@ relay_register (LegacyPair *legacy)
   return TRUE;
 }
 
+/*
+ * Whether @source, on the daemon's AF_BUS bus, is the address of a
+ * legacy client's C1: its messages are what the daemon dispatched for
+ * that client, validated when the daemon loaded them from the client's
+ * own connection (and stripped of unknown header fields, bus/dispatch.c),
+ * or built by the daemon (refuse_fds()), and written by its libdbus.
+ * The kernel sets the source address of every datagram from the socket
+ * that sent it, so nobody else can send from it, and delivers its bytes
+ * unchanged: the recipient's C1 loads it without validating it again
+ * (_dbus_afbus_relay_pair_new(), doc/benchmarks.md).  The relays table
+ * holds a C1 from the moment its address is known to legacy_free(),
+ * before its socket closes and the address can be anybody else's.
+ */
+static dbus_bool_t
+trusted_source (dbus_uint64_t  source,
+                void          *data)
+{
+  BusAfbusLegacy *bridge = data;
+  char name[32];
+
+  if (bridge->relays == NULL)
+    return FALSE;
+
+  snprintf (name, sizeof (name), ":0.%" PRIx64, source);
+  return _dbus_hash_table_lookup_string (bridge->relays, name) != NULL;
+}
+
 static dbus_bool_t
 setup_relay (LegacyPair                *legacy,
              DBusConnection            *relay,
@@ -526,6 +555,7 @@ bus_afbus_legacy_attach (DBusConnection *connection,
 
   _dbus_string_init_const (&guid, id);
   if (!_dbus_afbus_relay_pair_new (client_fd, accepted_fd, &guid,
+                                   trusted_source, bridge_of (context),
                                    &legacy->client, &legacy->accepted))
     goto oom;
   legacy->accepted_fd = accepted_fd.fd;

@@ -243,7 +243,12 @@ bus_afbus_nfdbus (BusContext *context,
   BusAfbusMatch *match = match_of (context);
 
   if (match->nfdbus == NULL)
-    match->nfdbus = nfdbus_open ();
+    {
+      /* libnfdbus allocates as the daemon does, so that upstream's
+       * failure injection (_dbus_test_oom_handling) reaches it too */
+      nfdbus_set_allocator (dbus_malloc0, dbus_free);
+      match->nfdbus = nfdbus_open ();
+    }
   if (match->nfdbus == NULL)
     bus_afbus_nfdbus_error (context, error, errno,
                             "Cannot reach the kernel's D-Bus match rules and policy (nfdbus)");
@@ -343,7 +348,9 @@ bus_afbus_check_kernel (BusContext *context,
   DBusServer *server = bus_afbus_server (context);
   DBusError tmp_error = DBUS_ERROR_INIT;
   struct nfdbus_bus bus, *copy;
-  char *address;
+  DBusString text = _DBUS_STRING_INIT_INVALID;
+  dbus_bool_t ok;
+  char *why;
   int err;
 
   if (server == NULL)
@@ -382,30 +389,25 @@ bus_afbus_check_kernel (BusContext *context,
       return FALSE;
     }
 
-  address = dbus_server_get_address (server);
-  bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
-                   "Not listening on %s: the kernel cannot filter signals,"
-                   " check senders, enforce the bus policy nor track"
-                   " replies between AF_BUS clients (nfdbus: %s); clients"
-                   " use the bus's other addresses",
-                   address != NULL ? address : "afbus:", tmp_error.message);
-  dbus_free (address);
-
-  _dbus_list_remove (bus_context_get_servers (context), server);
-  dbus_server_disconnect (server);
-  dbus_server_unref (server);
-
-  if (_dbus_list_get_first_link (bus_context_get_servers (context)) == NULL)
+  why = _dbus_strdup (tmp_error.message);
+  dbus_error_free (&tmp_error);
+  if (why == NULL ||
+      !_dbus_string_init (&text) ||
+      !_dbus_string_append_printf (&text, "the kernel cannot filter signals,"
+                                   " check senders, enforce the bus policy"
+                                   " nor track replies between AF_BUS"
+                                   " clients (nfdbus: %s)", why))
     {
-      dbus_set_error (error, DBUS_ERROR_NOT_SUPPORTED,
-                      "No address to listen on: the kernel has AF_BUS but"
-                      " cannot secure it (nfdbus: %s)", tmp_error.message);
-      dbus_error_free (&tmp_error);
+      dbus_free (why);
+      _dbus_string_free (&text);
+      BUS_SET_OOM (error);
       return FALSE;
     }
-
-  dbus_error_free (&tmp_error);
-  return TRUE;
+  dbus_free (why);
+  ok = bus_afbus_stop_listening (context, _dbus_string_get_const_data (&text),
+                                 error);
+  _dbus_string_free (&text);
+  return ok;
 }
 
 /**

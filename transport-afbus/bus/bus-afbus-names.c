@@ -132,6 +132,43 @@ bus_afbus_server (BusContext *context)
   return NULL;
 }
 
+/**
+ * At startup, the daemon gives up its AF_BUS address (a kernel that
+ * cannot secure it, a policy it cannot hold): one warning naming the
+ * address and @why, and it serves its other addresses' clients as
+ * dbus-daemon does; the fork's clients fall back to the next address of
+ * their list.  FALSE with @error set when no other address is left.
+ */
+dbus_bool_t
+bus_afbus_stop_listening (BusContext *context,
+                          const char *why,
+                          DBusError  *error)
+{
+  DBusServer *server = bus_afbus_server (context);
+  char *address;
+
+  if (server == NULL)
+    return TRUE;
+
+  address = dbus_server_get_address (server);
+  bus_context_log (context, DBUS_SYSTEM_LOG_WARNING,
+                   "Not listening on %s: %s; clients use the bus's other"
+                   " addresses", address != NULL ? address : "afbus:", why);
+  dbus_free (address);
+
+  _dbus_list_remove (bus_context_get_servers (context), server);
+  dbus_server_disconnect (server);
+  dbus_server_unref (server);
+
+  if (_dbus_list_get_first_link (bus_context_get_servers (context)) == NULL)
+    {
+      dbus_set_error (error, DBUS_ERROR_NOT_SUPPORTED,
+                      "No address to listen on: %s", why);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 /*
  * What the daemon knows of an AF_BUS connection, in the connection's
  * data (client_slot, held as long as the BusAfbusNames): its

@@ -26,6 +26,9 @@
 DBusConnection *bus_afbus_owner           (BusContext     *context,
                                            const char     *name);
 DBusServer *bus_afbus_server              (BusContext     *context);
+dbus_bool_t bus_afbus_stop_listening      (BusContext     *context,
+                                           const char     *why,
+                                           DBusError      *error);
 
 dbus_bool_t bus_afbus_connection_fd       (DBusConnection *connection,
                                            int            *fd_p,

@@ -50,6 +50,12 @@ dbus_bool_t bus_afbus_skip_listen         (BusContext     *context,
 dbus_bool_t bus_afbus_config_loaded       (BusContext     *context,
                                            dbus_bool_t     is_reload,
                                            DBusError      *error);
+/* bus.c: a configuration's policy, before the daemon takes it: one the
+ * kernel cannot hold is refused (policy/bus-afbus-policy.c) */
+dbus_bool_t bus_afbus_policy_fits         (BusContext     *context,
+                                           BusPolicy      *policy,
+                                           dbus_bool_t     is_reload,
+                                           DBusError      *error);
 /* bus.c: what bus_afbus_check_message() makes of a message, before
  * bus_context_check_security_policy() applies the policy to it */
 typedef enum

@@ -782,20 +782,26 @@ _dbus_afbus_deadlines_now (void)
 #include "dbus-test.h"
 #include "dbus-test-tap.h"
 
-static void
+/* FALSE if no memory. */
+static dbus_bool_t
 check_codec (dbus_uint64_t addr,
              const char   *name)
 {
   DBusString str;
   dbus_uint64_t back = 0;
 
-  if (!_dbus_string_init (&str) ||
-      !_dbus_afbus_unique_name_from_addr (addr, &str))
-    _dbus_test_fatal ("out of memory");
+  if (!_dbus_string_init (&str))
+    return FALSE;
+  if (!_dbus_afbus_unique_name_from_addr (addr, &str))
+    {
+      _dbus_string_free (&str);
+      return FALSE;
+    }
   _dbus_test_check (strcmp (_dbus_string_get_const_data (&str), name) == 0);
   _dbus_test_check (_dbus_afbus_addr_from_unique_name (name, &back));
   _dbus_test_check (back == addr);
   _dbus_string_free (&str);
+  return TRUE;
 }
 
 /* Where a message for the well-known @name goes: its address, or 0
@@ -812,48 +818,44 @@ route (DBusAfbusNameCache *cache,
   return addr;
 }
 
-static void
+/* FALSE if no memory. */
+static dbus_bool_t
 forwarded (DBusAfbusNameCache *cache,
            const char         *name,
            dbus_uint64_t       addr,
            dbus_uint64_t       owner)
 {
-  if (!_dbus_afbus_name_cache_forwarded (cache, name, addr, owner))
-    _dbus_test_fatal ("out of memory");
+  return _dbus_afbus_name_cache_forwarded (cache, name, addr, owner);
 }
+
+/* (in the tests below) a step that allocates: without memory the test
+ * stops there, freeing what it made */
+#define NEED(step) do { if (!(step)) goto oom; } while (0)
 
 #define A(n) ((DBUS_AFBUS_NAME_PREFIX << BUS_PREFIX_SHIFT) | (n))
 #define U(n) ((dbus_uint64_t) (n))
 
-/**
- * Unit test of the unique-name codec and of the client's routing state:
- * the count of messages in the daemon, the names' addresses and the
- * slow owners, which keep one client's messages to each receiver in
- * order.
- *
- * @returns #TRUE on success.
- */
-/* The deadlines of calls at the bus's reply timeout. */
-static void
+/* The deadlines of calls at the bus's reply timeout; FALSE if no
+ * memory. */
+static dbus_bool_t
 check_deadlines (void)
 {
   DBusAfbusDeadlines *d = _dbus_afbus_deadlines_new ();
   dbus_uint32_t serial;
 
   if (d == NULL)
-    _dbus_test_fatal ("out of memory");
+    return FALSE;
 
   /* No timeout: nothing is recorded. */
-  _dbus_test_check (_dbus_afbus_deadlines_add (d, 1, 0));
+  NEED (_dbus_afbus_deadlines_add (d, 1, 0));
   _dbus_test_check (_dbus_afbus_deadlines_next (d, 0) == -1);
 
   /* In order; an answer removes its call; a serial counts once. */
   _dbus_afbus_deadlines_set_timeout (d, 100);
-  if (!_dbus_afbus_deadlines_add (d, 1, 0) ||
-      !_dbus_afbus_deadlines_add (d, 2, 10) ||
-      !_dbus_afbus_deadlines_add (d, 3, 20) ||
-      !_dbus_afbus_deadlines_add (d, 3, 50))
-    _dbus_test_fatal ("out of memory");
+  NEED (_dbus_afbus_deadlines_add (d, 1, 0));
+  NEED (_dbus_afbus_deadlines_add (d, 2, 10));
+  NEED (_dbus_afbus_deadlines_add (d, 3, 20));
+  NEED (_dbus_afbus_deadlines_add (d, 3, 50));
   _dbus_test_check (_dbus_afbus_deadlines_next (d, 40) == 60);
   _dbus_afbus_deadlines_remove (d, 1);
   _dbus_afbus_deadlines_remove (d, 7);
@@ -867,46 +869,51 @@ check_deadlines (void)
   _dbus_test_check (_dbus_afbus_deadlines_next (d, 1000) == -1);
 
   /* A shorter timeout: a later call may end before earlier ones. */
-  if (!_dbus_afbus_deadlines_add (d, 4, 0))
-    _dbus_test_fatal ("out of memory");
+  NEED (_dbus_afbus_deadlines_add (d, 4, 0));
   _dbus_afbus_deadlines_set_timeout (d, 10);
-  if (!_dbus_afbus_deadlines_add (d, 5, 5))
-    _dbus_test_fatal ("out of memory");
+  NEED (_dbus_afbus_deadlines_add (d, 5, 5));
   _dbus_test_check (_dbus_afbus_deadlines_next (d, 5) == 10);
   _dbus_test_check (_dbus_afbus_deadlines_pop_expired (d, 100, &serial) &&
                     serial == 5);
   _dbus_test_check (_dbus_afbus_deadlines_pop_expired (d, 100, &serial) &&
                     serial == 4);
   /* The clock passed: 0 until it is taken. */
-  if (!_dbus_afbus_deadlines_add (d, 6, 0))
-    _dbus_test_fatal ("out of memory");
+  NEED (_dbus_afbus_deadlines_add (d, 6, 0));
   _dbus_test_check (_dbus_afbus_deadlines_next (d, 50) == 0);
 
   _dbus_afbus_deadlines_free (d);
+  return TRUE;
+
+ oom:
+  _dbus_afbus_deadlines_free (d);
+  return FALSE;
 }
 
-dbus_bool_t
-_dbus_afbus_test (const char *test_data_dir _DBUS_GNUC_UNUSED)
+/* The whole test once: TRUE when it passed or an allocation failed
+ * (_dbus_test_oom_handling() fails one after another), and never on a
+ * wrong result (_dbus_test_check() aborts). */
+static dbus_bool_t
+afbus_test_once (void        *data _DBUS_GNUC_UNUSED,
+                 dbus_bool_t  have_memory)
 {
   static const char * const not_afbus[] = {
     ":1.5", ":0.", ":0.0", ":0.05", ":0.A", ":0.g", ":0.1000000000000",
     ":0.ffffffffffff", "com.example", ":0.1 ", ""
   };
-  DBusAfbusNameCache *cache;
+  DBusAfbusNameCache *cache = NULL;
   char name[32];
   dbus_uint64_t addr;
   unsigned int i;
 
-  check_codec (1, ":0.1");
-  check_codec (0x2a, ":0.2a");
-  check_codec (BUS_CLIENT_MASK - 1, ":0.fffffffffffe");
+  NEED (check_codec (1, ":0.1"));
+  NEED (check_codec (0x2a, ":0.2a"));
+  NEED (check_codec (BUS_CLIENT_MASK - 1, ":0.fffffffffffe"));
   for (i = 0; i < _DBUS_N_ELEMENTS (not_afbus); i++)
     _dbus_test_check (!_dbus_afbus_addr_from_unique_name (not_afbus[i],
                                                           &addr));
 
   cache = _dbus_afbus_name_cache_new ();
-  if (cache == NULL)
-    _dbus_test_fatal ("out of memory");
+  NEED (cache != NULL);
 
   /* Unknown, then told: direct once each message in the daemon is
    * answered, not before; meanwhile nothing goes straight to a unique
@@ -916,10 +923,10 @@ _dbus_afbus_test (const char *test_data_dir _DBUS_GNUC_UNUSED)
   _dbus_afbus_name_cache_sent_to_master (cache);
   _dbus_afbus_name_cache_sent_to_master (cache);
   _dbus_test_check (!_dbus_afbus_name_cache_direct (cache, U (2)));
-  forwarded (cache, "com.a", A (1), U (1));
+  NEED (forwarded (cache, "com.a", A (1), U (1)));
   _dbus_test_check (route (cache, "com.a") == 0);
   _dbus_test_check (!_dbus_afbus_name_cache_direct (cache, U (2)));
-  forwarded (cache, "com.a", A (1), U (1));
+  NEED (forwarded (cache, "com.a", A (1), U (1)));
   _dbus_test_check (route (cache, "com.a") == A (1));
   _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (1)));
   _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (2)));
@@ -928,23 +935,23 @@ _dbus_afbus_test (const char *test_data_dir _DBUS_GNUC_UNUSED)
    * keeps every destination on the daemon's path. */
   _dbus_afbus_name_cache_sent_to_master (cache);
   _dbus_test_check (route (cache, "com.a") == 0);
-  forwarded (cache, ":0.2", U (2), U (2));
+  NEED (forwarded (cache, ":0.2", U (2), U (2)));
   _dbus_test_check (route (cache, "com.a") == A (1));
 
   /* Address 0 with no owner (the name has none) keeps it on the
    * daemon's path; a Forwarded with no message of ours counted changes
    * the address only. */
-  forwarded (cache, "com.a", 0, 0);
+  NEED (forwarded (cache, "com.a", 0, 0));
   _dbus_test_check (route (cache, "com.a") == 0);
   _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (1)));
-  forwarded (cache, "com.a", A (1), U (1));
+  NEED (forwarded (cache, "com.a", A (1), U (1)));
   _dbus_test_check (route (cache, "com.a") == A (1));
 
   /* Nobody had the address: forgotten until the daemon says again. */
   _dbus_afbus_name_cache_forget (cache, "com.a");
   _dbus_test_check (route (cache, "com.a") == 0);
   _dbus_afbus_name_cache_sent_to_master (cache);
-  forwarded (cache, "com.a", A (2), U (1));
+  NEED (forwarded (cache, "com.a", A (2), U (1)));
   _dbus_test_check (route (cache, "com.a") == A (2));
 
   /* A slow owner: its message still waits in the daemon's queue.
@@ -952,21 +959,21 @@ _dbus_afbus_test (const char *test_data_dir _DBUS_GNUC_UNUSED)
    * it owns, until a Forwarded about it gives an address; the others
    * are not held up. */
   _dbus_afbus_name_cache_sent_to_master (cache);
-  forwarded (cache, "com.b", A (3), U (3));
+  NEED (forwarded (cache, "com.b", A (3), U (3)));
   _dbus_afbus_name_cache_sent_to_master (cache);
-  forwarded (cache, "com.c", A (4), U (3));
+  NEED (forwarded (cache, "com.c", A (4), U (3)));
   _dbus_afbus_name_cache_sent_to_master (cache);
-  forwarded (cache, "com.b", 0, U (3));
+  NEED (forwarded (cache, "com.b", 0, U (3)));
   _dbus_test_check (route (cache, "com.b") == 0);
   _dbus_test_check (route (cache, "com.c") == 0);
   _dbus_test_check (!_dbus_afbus_name_cache_direct (cache, U (3)));
   _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (1)));
   _dbus_test_check (route (cache, "com.a") == A (2));
   _dbus_afbus_name_cache_sent_to_master (cache);
-  forwarded (cache, ":0.3", 0, U (3));
+  NEED (forwarded (cache, ":0.3", 0, U (3)));
   _dbus_test_check (!_dbus_afbus_name_cache_direct (cache, U (3)));
   _dbus_afbus_name_cache_sent_to_master (cache);
-  forwarded (cache, ":0.3", U (3), U (3));
+  NEED (forwarded (cache, ":0.3", U (3), U (3)));
   _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (3)));
   _dbus_test_check (route (cache, "com.c") == A (4));
   /* (com.b's last Forwarded gave no address.) */
@@ -974,7 +981,7 @@ _dbus_afbus_test (const char *test_data_dir _DBUS_GNUC_UNUSED)
 
   /* A slow owner that leaves is slow no more. */
   _dbus_afbus_name_cache_sent_to_master (cache);
-  forwarded (cache, ":0.3", 0, U (3));
+  NEED (forwarded (cache, ":0.3", 0, U (3)));
   _dbus_test_check (!_dbus_afbus_name_cache_direct (cache, U (3)));
   _dbus_afbus_name_cache_peer_gone (cache, U (3));
   _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (3)));
@@ -985,7 +992,7 @@ _dbus_afbus_test (const char *test_data_dir _DBUS_GNUC_UNUSED)
     {
       snprintf (name, sizeof (name), ":0.%x", 100 + i);
       _dbus_afbus_name_cache_sent_to_master (cache);
-      forwarded (cache, name, 0, U (100 + i));
+      NEED (forwarded (cache, name, 0, U (100 + i)));
     }
   _dbus_test_check (_dbus_afbus_name_cache_direct (cache, U (100)));
   for (i = 1; i <= DBUS_AFBUS_NAME_CACHE_SIZE; i++)
@@ -998,15 +1005,14 @@ _dbus_afbus_test (const char *test_data_dir _DBUS_GNUC_UNUSED)
   /* 64 names told: a 65th replaces the least recently used. */
   _dbus_afbus_name_cache_free (cache);
   cache = _dbus_afbus_name_cache_new ();
-  if (cache == NULL)
-    _dbus_test_fatal ("out of memory");
+  NEED (cache != NULL);
   for (i = 0; i < DBUS_AFBUS_NAME_CACHE_SIZE; i++)
     {
       snprintf (name, sizeof (name), "com.n%u", i);
-      forwarded (cache, name, A (100 + i), U (100 + i));
+      NEED (forwarded (cache, name, A (100 + i), U (100 + i)));
     }
   _dbus_test_check (route (cache, "com.n0") == A (100));
-  forwarded (cache, "com.new", A (5), U (5));
+  NEED (forwarded (cache, "com.new", A (5), U (5)));
   _dbus_test_check (route (cache, "com.n1") == 0);
   _dbus_test_check (route (cache, "com.n0") == A (100));
   _dbus_test_check (route (cache, "com.n2") == A (102));
@@ -1014,16 +1020,41 @@ _dbus_afbus_test (const char *test_data_dir _DBUS_GNUC_UNUSED)
 
   /* Answers past the count (a kernel without BUS_NO_DEFAULT_ROUTE)
    * leave it at 0. */
-  forwarded (cache, ":0.1", U (1), U (1));
+  NEED (forwarded (cache, ":0.1", U (1), U (1)));
   _dbus_afbus_name_cache_sent_to_master (cache);
   _dbus_test_check (route (cache, "com.new") == 0);
-  forwarded (cache, ":0.1", U (1), U (1));
+  NEED (forwarded (cache, ":0.1", U (1), U (1)));
   _dbus_test_check (route (cache, "com.new") == A (5));
 
   _dbus_afbus_name_cache_free (cache);
+  cache = NULL;
 
-  check_deadlines ();
+  NEED (check_deadlines ());
   return TRUE;
+
+ oom:
+  if (cache != NULL)
+    _dbus_afbus_name_cache_free (cache);
+  if (have_memory)
+    _dbus_test_fatal ("out of memory");
+  return TRUE;
+}
+
+/**
+ * Unit test of the unique-name codec, the client's routing state (the
+ * count of messages in the daemon, the names' addresses and the slow
+ * owners, which keep one client's messages to each receiver in order)
+ * and the reply deadlines, and of their failure paths: under
+ * _dbus_test_oom_handling(), which runs it again failing each of its
+ * allocations in turn (DBUS_TEST_MALLOC_FAILURES of them in a row), and
+ * the test runner then checks that nothing leaked.
+ *
+ * @returns #TRUE on success.
+ */
+dbus_bool_t
+_dbus_afbus_test (const char *test_data_dir _DBUS_GNUC_UNUSED)
+{
+  return _dbus_test_oom_handling ("afbus", afbus_test_once, NULL);
 }
 #endif /* DBUS_ENABLE_EMBEDDED_TESTS */
 

@@ -344,6 +344,12 @@ _dbus_afbus_location_free (DBusAfbusLocation *location)
 /* Slot of DBusMessage holding a dbus_uint64_t: see below. */
 static dbus_int32_t relay_addr_slot = -1;
 
+static void
+free_relay_addr_slot (void *data)
+{
+  dbus_message_free_data_slot (&relay_addr_slot);
+}
+
 /**
  * Attaches an AF_BUS address to a message, for the daemon's relay
  * connections of legacy clients (see _dbus_afbus_relay_pair_new()): on
@@ -362,10 +368,18 @@ _dbus_afbus_message_set_addr (DBusMessage   *message,
 {
   dbus_uint64_t *value;
 
-  /* Allocated once, never freed: the daemon uses it all its life. */
-  if (relay_addr_slot < 0 &&
-      !dbus_message_allocate_data_slot (&relay_addr_slot))
-    return FALSE;
+  /* Allocated once, at the first use, and given back by dbus_shutdown()
+   * (which the daemon calls on exit), as libdbus's own global data. */
+  if (relay_addr_slot < 0)
+    {
+      if (!dbus_message_allocate_data_slot (&relay_addr_slot))
+        return FALSE;
+      if (!_dbus_register_shutdown_func (free_relay_addr_slot, NULL))
+        {
+          dbus_message_free_data_slot (&relay_addr_slot);
+          return FALSE;
+        }
+    }
 
   value = dbus_new (dbus_uint64_t, 1);
   if (value == NULL)

@@ -173,6 +173,13 @@ struct DBusTransportAfbus
   dbus_uint64_t unchecked_source;       /**< Its source address */
   dbus_bool_t relay;                    /**< The daemon's pair for a legacy
                                          *   client: no routing, no auth */
+  DBusAfbusTrustedSourceFunction trusted_source; /**< Relay C1: which
+                                         *   sources are the daemon's own
+                                         *   relays (NULL: none) */
+  void *trusted_source_data;            /**< Its data */
+  dbus_bool_t trusted;                  /**< The datagram in the loader
+                                         *   came whole from a trusted
+                                         *   source: load it unvalidated */
 };
 
 /* The index of @addr among the blocked destinations, or -1. */
@@ -1300,8 +1307,20 @@ check_incoming (DBusTransportAfbus *afbus_transport,
   if (transport->is_server)
     return TRUE;
 
+  /* A message another relay of the daemon sent (afbus_transport->trusted,
+   * do_reading()) is loaded without validating it again: the daemon's
+   * libdbus marshalled it from a message the daemon had loaded and
+   * validated, the kernel names the sending socket (no client can send
+   * from a relay's address) and delivers the datagram's bytes as they
+   * were sent.  Its lengths and fds are still checked, and everything
+   * below still applies. */
+  _dbus_message_loader_set_trusted (loader, afbus_transport->trusted);
   if (!_dbus_message_loader_queue_messages (loader))
-    return FALSE;
+    {
+      _dbus_message_loader_set_trusted (loader, FALSE);
+      return FALSE;
+    }
+  _dbus_message_loader_set_trusted (loader, FALSE);
 
   if (source == DBUS_AFBUS_MASTER && afbus_transport->relay)
     return TRUE;
@@ -1399,7 +1418,8 @@ check_incoming (DBusTransportAfbus *afbus_transport,
        * the daemon removes them from what it routes (HeaderFiltering):
        * a field defined later may carry a meaning the bus guarantees,
        * which a peer must not be able to forge. */
-      if (!drop && !_dbus_message_remove_unknown_fields (message))
+      if (!drop && !afbus_transport->trusted &&
+          !_dbus_message_remove_unknown_fields (message))
         return FALSE;
 
       if (!drop && afbus_transport->relay &&
@@ -1672,6 +1692,15 @@ do_reading (DBusTransport *transport)
       _dbus_verbose (" read message of %d bytes from %016" PRIx64 "\n",
                      bytes_read, source);
       total += bytes_read;
+
+      /* Only a datagram alone in the loader, from another relay of
+       * the daemon (which removed unknown header fields when it
+       * dispatched the message: bus/dispatch.c). */
+      afbus_transport->trusted = start == 0 &&
+        afbus_transport->trusted_source != NULL &&
+        AFBUS_IS_CLIENT_UNICAST (source) &&
+        (* afbus_transport->trusted_source) (source,
+                                             afbus_transport->trusted_source_data);
 
       if (!check_datagram (afbus_transport, source))
         return FALSE;
@@ -2207,16 +2236,21 @@ authenticate_pair (DBusTransport *client,
  * @param client_fd C1
  * @param accepted_fd A1
  * @param guid the server's GUID
+ * @param trusted says which sources are the daemon's other relays, whose
+ *  messages C1 loads without validating them again (NULL: none)
+ * @param trusted_data its data
  * @param client_p returns the connection on C1
  * @param accepted_p returns the connection on A1
  * @returns #FALSE if no memory
  */
 dbus_bool_t
-_dbus_afbus_relay_pair_new (DBusSocket        client_fd,
-                            DBusSocket        accepted_fd,
-                            const DBusString *guid,
-                            DBusConnection  **client_p,
-                            DBusConnection  **accepted_p)
+_dbus_afbus_relay_pair_new (DBusSocket                      client_fd,
+                            DBusSocket                      accepted_fd,
+                            const DBusString               *guid,
+                            DBusAfbusTrustedSourceFunction  trusted,
+                            void                           *trusted_data,
+                            DBusConnection                **client_p,
+                            DBusConnection                **accepted_p)
 {
   DBusTransport *client = NULL, *server = NULL;
   DBusConnection *client_conn = NULL, *server_conn = NULL;
@@ -2227,6 +2261,8 @@ _dbus_afbus_relay_pair_new (DBusSocket        client_fd,
   client = afbus_transport_new (client_fd, NULL, &address, TRUE);
   if (client == NULL)
     goto failed;
+  ((DBusTransportAfbus *) client)->trusted_source = trusted;
+  ((DBusTransportAfbus *) client)->trusted_source_data = trusted_data;
 
   server = afbus_transport_new (accepted_fd, guid, NULL, TRUE);
   if (server == NULL)

@@ -30,12 +30,24 @@ DBusTransport *_dbus_transport_new_for_afbus (DBusSocket        fd,
                                               const DBusString *server_guid,
                                               const DBusString *address);
 
+/**
+ * The daemon's side: whether the AF_BUS address @source (of the bus a
+ * relay pair is on) is another relay client socket (C1) of the daemon,
+ * whose every message the daemon's libdbus marshalled from a message it
+ * had loaded and validated.  Called while reading, with the relay's
+ * connection locked: the function must only look the address up.
+ */
+typedef dbus_bool_t (* DBusAfbusTrustedSourceFunction) (dbus_uint64_t  source,
+                                                        void          *data);
+
 DBUS_PRIVATE_EXPORT
-dbus_bool_t _dbus_afbus_relay_pair_new (DBusSocket        client_fd,
-                                        DBusSocket        accepted_fd,
-                                        const DBusString *guid,
-                                        DBusConnection  **client_p,
-                                        DBusConnection  **accepted_p);
+dbus_bool_t _dbus_afbus_relay_pair_new (DBusSocket                      client_fd,
+                                        DBusSocket                      accepted_fd,
+                                        const DBusString               *guid,
+                                        DBusAfbusTrustedSourceFunction  trusted,
+                                        void                           *trusted_data,
+                                        DBusConnection                **client_p,
+                                        DBusConnection                **accepted_p);
 
 /**
  * The daemon's side: a call it relays for a client that the kernel

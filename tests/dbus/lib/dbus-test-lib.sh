@@ -163,7 +163,8 @@ kernel_eavesdropper_qlen() {
 # mixed_bus_config FILE AF-ADDRESS UNIX-ADDRESS [POLICY-LINE...]: write
 # FILE, a session bus configuration that listens on both addresses (AF_BUS
 # clients and legacy ones beside them) and allows everything (sending,
-# receiving, eavesdropping, owning names), then the POLICY-LINEs.  The
+# receiving, eavesdropping, owning names), then the POLICY-LINEs (a
+# POLICY-LINE "-": the lines of standard input, for many).  The
 # AF_BUS address comes last, as in the fork's system.d and session.d
 # files: the daemon advertises the last <listen> first.
 mixed_bus_config() {
@@ -184,7 +185,11 @@ mixed_bus_config() {
     <allow own="*"/>
 EOF
 		for _l in "$@"; do
-			echo "    $_l"
+			if [ "$_l" = - ]; then
+				sed 's/^/    /'
+			else
+				echo "    $_l"
+			fi
 		done
 		printf '  </policy>\n</busconfig>\n'
 	} >"$_f"
