@@ -70,13 +70,12 @@ for p in afbus_mx_caller afbus_mx_service afbus_mx_deaf; do
 	expect_match "profile $p is loaded, enforcing" "^$p \\(enforce\\)$" "$profiles"
 done
 
-# as PROFILE COMMAND...: COMMAND confined by PROFILE (- for none); a
+# as PROFILE COMMAND... &: COMMAND in the background (only: as execs),
+# confined by PROFILE (- for none), $! its pid (--as execs it too); a
 # profile needs no rule to run it (aa-exec changes on exec), but one for
 # every program COMMAND runs, hence the timeouts outside
 as() {
-	p=$1
-	shift
-	if [ "$p" = - ]; then "$@"; else aa-exec -p "$p" -- "$@"; fi
+	exec "$0" --as "$@"
 }
 
 # call PROFILE DEST MEMBER [ARG]: a method call of com.example.Echo on
