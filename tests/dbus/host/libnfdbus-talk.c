@@ -8,7 +8,7 @@
  * its callback leaves nothing in the socket, and the next request gets
  * its own answer (before, it read the rest of the dump: EPROTO).
  *
- *   cc -I build/dbus-obj/afbus-include -I nfdbus \
+ *   cc -isystem build/kernel-headers/include -I nfdbus \
  *      -Wl,--wrap=mnl_socket_sendto,--wrap=mnl_socket_recvfrom \
  *      tests/dbus/host/libnfdbus-talk.c nfdbus/libnfdbus.c -lmnl
  *
