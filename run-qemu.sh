@@ -86,6 +86,14 @@
 #                           CI never makes
 #   AFBUS_ROOTFS=0|1        attach the Debian root file system to a --check
 #                           run (default: 1, and 0 with --debug)
+#   AFBUS_APPARMOR=0|1      boot the test kernel a second time with
+#                           lsm=apparmor (af_bus.config builds AppArmor in;
+#                           Smack is the one started by default) and run
+#                           only the AppArmor units (tests/kernel/
+#                           nfdbus_apparmor) in a --check run (default: 1,
+#                           and 0 with --debug); a case they skip fails
+#                           the run there
+#   AFBUS_LSM_TIMEOUT=600   seconds before such a guest is declared hung
 #   AFBUS_SYSTEM=0|1        run the system guest's tests in a --check run
 #                           (default: 1, and 0 with --debug)
 #   AFBUS_SYSTEM_TIMEOUT=900  seconds before a system guest is declared hung
@@ -315,6 +323,49 @@ report() {
 		echo "skip - the Debian root file system's tests (AFBUS_ROOTFS=0)"
 		skipped=$((skipped + 1))
 	fi
+}
+
+# The units of another major LSM than the test kernel's default (Smack),
+# which the first boot skips: af_bus.config builds them in, and lsm_check
+# boots the same kernel again with lsm=LSM for them.
+APPARMOR_UNITS=nfdbus_apparmor
+LSM_TIMEOUT=${AFBUS_LSM_TIMEOUT:-600}
+
+# lsm_check LSM UNITS: the same kernel and initramfs booted again with
+# lsm=LSM, running only UNITS (comma-separated; those AFBUS_ONLY selects,
+# in a development run), logged in build/guest-LSM.log, their counts and
+# the host's verdicts added to the totals.  Here a skipped case fails:
+# it means the LSM or its tools are missing from the guest.
+lsm_check() {
+	local lsm=$1 units=$2 rc=0 p f s only pat sel
+	if [ -n "${AFBUS_ONLY:-}" ]; then
+		sel=
+		set -f
+		for only in ${units//,/ }; do
+			for pat in ${AFBUS_ONLY//,/ }; do
+				# shellcheck disable=SC2254  # the pattern is meant to match
+				case $only in $pat) sel="$sel${sel:+,}$only"; break ;; esac
+			done
+		done
+		set +f
+		[ -n "$sel" ] || return 0
+		units=$sel
+	fi
+	LOG=$AFBUS_BUILD/guest-$lsm.log
+	msg "$lsm guest: the test kernel with lsm=$lsm, $units (log: $LOG)"
+	(ROOTFS='' FUZZ_SECONDS=0 AFBUS_ONLY=$units GUEST_APPEND="$GUEST_APPEND lsm=$lsm"
+	 run_qemu check timeout --foreground -k 10 "$LSM_TIMEOUT" </dev/null) || rc=$?
+	read -r p f s < <(guest_counts)
+	echo
+	echo "=== run-qemu.sh: $lsm guest: $p passed, $f failed, $s skipped (log: $LOG)"
+	tr -d '\r' <"$LOG" | grep -a -E '^[# ]*not ok |# SKIP' | head -n 20 || true
+	if [ "$s" != 0 ] || [ "$p" = 0 ]; then
+		echo "FAIL: the $lsm guest skipped $s case(s) and passed $p:" \
+			"$lsm is not running there, or its tools are missing"
+		f=$((f + 1))
+	fi
+	passed=$((passed + p)) failed=$((failed + f))
+	guest_verdicts "$lsm guest" "$rc" "$LSM_TIMEOUT" AFBUS_LSM_TIMEOUT
 }
 
 # The totals of every guest of the run, in the last line printed.
@@ -657,6 +708,12 @@ main() {
 		>"$DOC_LOG" 2>&1 </dev/null || true
 	run_qemu check timeout --foreground -k 10 "$TIMEOUT" </dev/null || rc=$?
 	report "$rc" "$checkpatch_rc"
+	if [ "${AFBUS_APPARMOR:-$((1 - debug))}" = 1 ]; then
+		lsm_check apparmor "$APPARMOR_UNITS"
+	else
+		echo "skip - the AppArmor guest's tests (AFBUS_APPARMOR=0)"
+		skipped=$((skipped + 1))
+	fi
 	if [ "${AFBUS_SYSTEM:-$((1 - debug))}" = 1 ]; then
 		if system_build; then
 			system_check afbus

@@ -8,6 +8,10 @@
 #   /usr/bin/guest-check          build/guest/guest-check
 #   /usr/bin/nfdbus-ctl           build/nfdbus/nfdbus-ctl (with libmnl)
 #   /usr/share/man/man8/nfdbus-ctl.8  nfdbus/nfdbus-ctl.8, its manual page
+#   /sbin/apparmor_parser         the host's (package apparmor), which
+#                                 tests/kernel/nfdbus_apparmor loads its
+#                                 profiles with (run-qemu.sh's lsm=apparmor
+#                                 boot); not with --bench or --profile
 #   /usr/share/doc/afbus/         README.md and doc/*.md, whose blocks marked
 #                                 runnable in the guest tests/dbus/doc-blocks.sh
 #                                 runs with /usr/libexec/afbus/run-blocks
@@ -61,6 +65,7 @@ LIST=$WORK/list
 BUSYBOX=${BUSYBOX:-/bin/busybox}
 GUEST_CHECK=$AFBUS_BUILD/guest/guest-check
 NFDBUS_CTL=$AFBUS_BUILD/nfdbus/nfdbus-ctl
+APPARMOR_PARSER=${APPARMOR_PARSER:-/sbin/apparmor_parser}
 GEN_INIT_CPIO=$AFBUS_BUILD/gen_init_cpio
 
 declare -A have_dir
@@ -234,6 +239,15 @@ write_list() {
 		add_file /usr/bin/nfdbus-ctl "$NFDBUS_CTL"
 		add_file /usr/share/man/man8/nfdbus-ctl.8 "$AFBUS_TOP/nfdbus/nfdbus-ctl.8" 0644
 	fi
+	# AppArmor's policy compiler, for the AppArmor units (not in the
+	# benchmarks' initramfs)
+	parser=()
+	if [ "$BENCH" = 0 ]; then
+		[ -x "$APPARMOR_PARSER" ] || die "$APPARMOR_PARSER is missing;" \
+			"install it with: apt-get install -y apparmor"
+		add_file /sbin/apparmor_parser "$APPARMOR_PARSER"
+		parser=("$APPARMOR_PARSER")
+	fi
 	# Tests that failed to compile are listed in /tests/unbuilt, so
 	# the guest counts them as failed.
 	add_dir /tests/kernel
@@ -254,7 +268,7 @@ write_list() {
 	add_dbus
 	add_bench
 	[ "$BENCH" = 0 ] || add_debian
-	add_libs "$GUEST_CHECK" ${built[@]+"${built[@]}"} ${dbus_bins[@]+"${dbus_bins[@]}"} \
+	add_libs "$GUEST_CHECK" ${parser[@]+"${parser[@]}"} ${built[@]+"${built[@]}"} ${dbus_bins[@]+"${dbus_bins[@]}"} \
 		$([ -x "$NFDBUS_CTL" ] && echo "$NFDBUS_CTL")
 	[ "$PROFILE" = 0 ] || add_perf
 }

@@ -115,7 +115,8 @@ image_key() {
 			"$AFBUS_BUILD"/tests/dbus/afbus-echo-client \
 			"$AFBUS_BUILD"/tests/dbus/afbus-flood-client \
 			"$AFBUS_BUILD"/tests/dbus/afbus-reply \
-			"$AFBUS_BUILD"/tests/dbus/afbus-slow-caller | sed 's|  .*/|  |'
+			"$AFBUS_BUILD"/tests/dbus/afbus-slow-caller \
+			"$AFBUS_BUILD"/tests/dbus/afbus-signal | sed 's|  .*/|  |'
 		# sd-bus with afbus: (systemd/) and the sd-bus test programs
 		(cd "$AFBUS_BUILD" && find systemd-stage -type f | sort | xargs sha256sum)
 		# shellcheck disable=SC2086  # one file name per word
@@ -176,8 +177,12 @@ make_tree() {
 	# start polkitd with it, where services.sh wants polkitd activatable
 	rm -f "$TREE/etc/systemd/system/graphical.target.wants/accounts-daemon.service"
 	put "$TESTS/com.example.Echo.conf" /etc/dbus-1/system.d/com.example.Echo.conf
+	# AppArmor's D-Bus matrix (apparmor-matrix.sh): its services' names
+	# and its profiles, which it loads itself
+	put "$TESTS/apparmor-matrix.conf" /etc/dbus-1/system.d/afbus-apparmor-matrix.conf
+	put "$TESTS/apparmor-matrix.profiles" /usr/libexec/afbus/system/apparmor-matrix.profiles
 	put "$AFBUS_TOP/tests/dbus/lib/dbus-test-lib.sh" /usr/libexec/afbus/dbus-test-lib.sh
-	for f in afbus-echo-service afbus-echo-client afbus-flood-client afbus-reply afbus-slow-caller; do
+	for f in afbus-echo-service afbus-echo-client afbus-flood-client afbus-reply afbus-slow-caller afbus-signal; do
 		put "$AFBUS_BUILD/tests/dbus/$f" "/usr/local/bin/$f" 0755
 	done
 	# sd-bus with the afbus: transport in place of Debian's libraries, as

@@ -489,12 +489,14 @@ int nfdbus_get_stats(struct nfdbus *h, struct nfdbus_stats *stats)
 			   nfdbus_stats_cb, stats);
 }
 
-int nfdbus_set_bus(struct nfdbus *h, const struct nfdbus_bus *bus,
-		   uint32_t flags, uint32_t max_replies,
-		   uint32_t reply_timeout_ms)
+int nfdbus_set_bus_type(struct nfdbus *h, const struct nfdbus_bus *bus,
+			uint32_t flags, uint32_t max_replies,
+			uint32_t reply_timeout_ms, const char *type)
 {
 	struct nlmsghdr *nlh;
 
+	if (type && strlen(type) >= NFDBUS_BUS_TYPE_MAX)
+		return -ENAMETOOLONG;
 	nlh = nfdbus_request(h, NFDBUS_CMD_SET_BUS, NLM_F_ACK, bus, NULL);
 	mnl_attr_put_u32(nlh, NFDBUS_A_BUS_FLAGS, flags);
 	if (flags & NFDBUS_BUS_REPLIES) {
@@ -502,7 +504,17 @@ int nfdbus_set_bus(struct nfdbus *h, const struct nfdbus_bus *bus,
 			mnl_attr_put_u32(nlh, NFDBUS_A_MAX_REPLIES, max_replies);
 		mnl_attr_put_u32(nlh, NFDBUS_A_REPLY_TIMEOUT, reply_timeout_ms);
 	}
+	if (type)
+		mnl_attr_put_strz(nlh, NFDBUS_A_BUS_TYPE, type);
 	return nfdbus_talk(h, nlh, NULL, NULL);
+}
+
+int nfdbus_set_bus(struct nfdbus *h, const struct nfdbus_bus *bus,
+		   uint32_t flags, uint32_t max_replies,
+		   uint32_t reply_timeout_ms)
+{
+	return nfdbus_set_bus_type(h, bus, flags, max_replies,
+				   reply_timeout_ms, NULL);
 }
 
 int nfdbus_set_bus_flags(struct nfdbus *h, const struct nfdbus_bus *bus,

@@ -137,6 +137,16 @@ int nfdbus_get_bus_flags(struct nfdbus *h, const struct nfdbus_bus *bus,
 int nfdbus_set_bus(struct nfdbus *h, const struct nfdbus_bus *bus,
 		   uint32_t flags, uint32_t max_replies,
 		   uint32_t reply_timeout_ms);
+/*
+ * The same, naming the bus's type (NFDBUS_A_BUS_TYPE) as dbus-daemon's
+ * configuration does (<type>system</type>; at most NFDBUS_BUS_TYPE_MAX - 1
+ * bytes), or not (NULL): the bus= of the LSMs' D-Bus rules, AppArmor's,
+ * which the kernel matches messages between clients against. The type is
+ * set once: another one fails with EBUSY, the same one again is fine.
+ */
+int nfdbus_set_bus_type(struct nfdbus *h, const struct nfdbus_bus *bus,
+			uint32_t flags, uint32_t max_replies,
+			uint32_t reply_timeout_ms, const char *type);
 /* Any of the pointers may be NULL; *max_replies is 0 when the kernel does
  * not say (no reply tracking).
  */

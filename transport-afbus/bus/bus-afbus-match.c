@@ -305,20 +305,26 @@ kernel_reply_timeout (BusContext *context)
  * already (ReloadConfig): the sender check, the policies, and reply
  * tracking with the configuration's max_replies_per_connection and
  * reply_timeout, set in one request for every client of the bus at
- * once.  A negative errno on failure: a kernel without reply tracking
- * refuses the flag (EINVAL), and the daemon then does not run the bus,
- * as without nfdbus (bus_afbus_check_kernel()): its clients could send
+ * once, with the configuration's <type> (NFDBUS_A_BUS_TYPE), the bus=
+ * that the kernel's AppArmor matches messages between AF_BUS clients
+ * against, as bus/apparmor.c does for the daemon's own clients.  A
+ * negative errno on failure: a kernel without reply tracking refuses
+ * the flag (EINVAL), and the daemon then does not run the bus, as
+ * without nfdbus (bus_afbus_check_kernel()): its clients could send
  * each other replies nobody asked for, which dbus-daemon never lets
- * through on the system bus. */
+ * through on the system bus.  The type is the kernel's once set: a
+ * ReloadConfig that changes it fails with EBUSY (the bus keeps the
+ * first type and the old limits). */
 static int
 set_bus (BusContext              *context,
          const struct nfdbus_bus *bus)
 {
-  return nfdbus_set_bus (match_of (context)->nfdbus, bus,
-                         NFDBUS_BUS_CHECK_SENDER | NFDBUS_BUS_POLICY |
-                         NFDBUS_BUS_REPLIES,
-                         kernel_max_replies (context),
-                         kernel_reply_timeout (context));
+  return nfdbus_set_bus_type (match_of (context)->nfdbus, bus,
+                              NFDBUS_BUS_CHECK_SENDER | NFDBUS_BUS_POLICY |
+                              NFDBUS_BUS_REPLIES,
+                              kernel_max_replies (context),
+                              kernel_reply_timeout (context),
+                              bus_context_get_type (context));
 }
 
 /**
