@@ -50,6 +50,7 @@ METRICS = {
             "client_cpu_us_per_op", "service_cpu_us_per_op", "daemon_cpu_us_per_op"],
     "raw-pingpong": ["median_us", "p99_us", "rounds_per_s", "ctxt_per_op"],
     "raw-fanout": ["msgs_per_s", "ctxt_per_op", "cpu_us_per_op", "lost", "reordered"],
+    "raw-slow": ["msgs_per_s", "send_ms", "lost", "slow_lost", "reordered"],
     "signals": ["msgs_per_s", "ctxt_per_op", "cpu_us_per_op", "daemon_cpu_us_per_op"],
     "peers-rtt": ["median_us", "calls_per_s"],
     "peers-signals": ["msgs_per_s"],
@@ -430,6 +431,13 @@ def table(entries, rat, guest, mode):
             if t["bench"] == "raw-pingpong":
                 ms = [("ping-pong %s B: median us" % t["size"], "median_us"),
                       ("ping-pong %s B: round trips/s" % t["size"], "rounds_per_s")]
+            elif t["bench"] == "raw-slow":
+                n = t["receivers"]
+                ms = [("slow 1 of %s: delivered/s" % n, "msgs_per_s"),
+                      ("slow 1 of %s: sender ms" % n, "send_ms"),
+                      ("slow 1 of %s: lost, all" % n, "lost"),
+                      ("slow 1 of %s: lost, slow" % n, "slow_lost"),
+                      ("slow 1 of %s: reordered" % n, "reordered")]
             else:
                 ms = [("fan-out N=%s: delivered/s" % t["receivers"], "msgs_per_s"),
                       ("fan-out N=%s: lost" % t["receivers"], "lost")]
@@ -438,7 +446,7 @@ def table(entries, rat, guest, mode):
                 udp = find(entries, family="udp", **t)
                 v = ratio_of(rat, "AF_BUS/AF_UNIX", m, **t)
                 u = ratio_of(rat, "AF_BUS/UDP", m, **t)
-                if m == "lost":
+                if m in ("lost", "slow_lost", "reordered"):
                     # AF_BUS and AF_UNIX report no loss: they lose nothing
                     lines.append("%-*s%*s%*s%*s%*s%*s" % (
                         w0, label, w, cell(e, m) if e["figures"].get(m) else "0", w, "0",

@@ -30,6 +30,15 @@
  *       lost=L (never delivered, all receivers) and reordered=R
  *       (arrived after a later one); delivered counts every message
  *       that arrived, and the time runs to the last one that did.
+ *   fanout ... -S USEC
+ *       a slow receiver: the first receiver sleeps USEC microseconds
+ *       after each message it reads (a client busy with other work).
+ *       AF_BUS and AF_UNIX make the sender wait for its room (a
+ *       nonblocking sender would get EAGAIN), UDP drops what does not
+ *       fit in its socket buffer.  The result line adds slow_us=U,
+ *       slow_got=G, slow_lost=L and slow_reordered=R (that receiver's
+ *       own counts) and send_ms=T, the time the sender took to hand
+ *       every message over.
  * Exit status 0 if everything arrived intact (udp: if the tool worked,
  * whatever UDP lost).
  */
@@ -55,6 +64,9 @@
 #endif
 
 static const char *tool = "bench-raw";
+
+/* -S: the first receiver sleeps this long after each message (0: none) */
+static long slow_us;
 
 /* The receivers' prefix in fan-out: the sender has no address in it. */
 #define FANOUT_PREFIX 2ULL
@@ -138,7 +150,7 @@ static ssize_t ep_send(const struct endpoint *e, const void *buf, size_t len)
 static void usage(void)
 {
 	fprintf(stderr, "usage: %s pingpong bus|unix [-n ROUNDS] [-w WARMUP] [-s BYTES]\n"
-		"       %s fanout bus|unix|udp [-N RECEIVERS] [-m MESSAGES] [-s BYTES]\n",
+		"       %s fanout bus|unix|udp [-N RECEIVERS] [-m MESSAGES] [-s BYTES] [-S USEC]\n",
 		tool, tool);
 	exit(2);
 }
@@ -230,7 +242,27 @@ static int pingpong(bool bus, long rounds, long warmup, long size)
 struct fanout_report {
 	long got, bad, reordered;
 	uint64_t last_ns;
+	int slow;		/* the slow receiver's (-S) */
 };
+
+/* The slow receiver (-S) takes its time after each message. */
+static void slow_down(bool slow)
+{
+	if (slow && slow_us > 0)
+		usleep(slow_us);
+}
+
+/* The -S part of a result line: the slow receiver's counts (@slow) and
+ * how long the sender took to hand everything over. */
+static void print_slow(const struct fanout_report *slow, long messages,
+		       uint64_t t0, uint64_t sent)
+{
+	if (slow_us <= 0)
+		return;
+	printf(" slow_us=%ld slow_got=%ld slow_lost=%ld slow_reordered=%ld send_ms=%.1f",
+	       slow_us, slow->got, messages - slow->got, slow->reordered,
+	       (sent - t0) / 1e6);
+}
 
 /* UDP multicast on lo: the group (in the local network control block,
  * which the kernel routes to the interface asked for without a route). */
@@ -298,9 +330,9 @@ static int udp_sender(void)
 }
 
 /* A UDP receiver: what arrives until the end marker or 2 s of silence. */
-static void udp_receive(int fd, int ready, int report, long size)
+static void udp_receive(int fd, int ready, int report, long size, bool slow)
 {
-	struct fanout_report r = { 0, 0, 0, 0 };
+	struct fanout_report r = { 0, 0, 0, 0, slow };
 	unsigned char *in = malloc(size + 1);
 	struct timeval tv = { .tv_sec = 2 };
 	long next = 0;
@@ -327,6 +359,7 @@ static void udp_receive(int fd, int ready, int report, long size)
 		else
 			next = seq + 1;
 		r.last_ns = bench_now_ns();
+		slow_down(slow);
 	}
 	_exit(write(report, &r, sizeof(r)) == sizeof(r) ? 0 : 1);
 }
@@ -334,9 +367,10 @@ static void udp_receive(int fd, int ready, int report, long size)
 static int fanout_udp(long receivers, long messages, long size)
 {
 	struct bench_counters c0, c1;
+	struct fanout_report slow = { 0, 0, 0, 0, 1 };
 	int ready[2], report[2], sender, status;
 	long i, j, delivered = 0, bad = 0, reordered = 0, reported = 0;
-	uint64_t t0, last = 0;
+	uint64_t t0, sent, last = 0;
 	unsigned char *buf;
 
 	if (size < (long)sizeof(uint32_t))
@@ -352,7 +386,7 @@ static int fanout_udp(long receivers, long messages, long size)
 		if (pid < 0)
 			bench_die(tool, "fork: %s", strerror(errno));
 		if (pid == 0)
-			udp_receive(fd, ready[1], report[1], size);
+			udp_receive(fd, ready[1], report[1], size, i == 0);
 		close(fd);
 	}
 	for (i = 0; i < receivers; i++) {
@@ -372,6 +406,7 @@ static int fanout_udp(long receivers, long messages, long size)
 		if (send(sender, buf, size, 0) != size)
 			bench_die(tool, "UDP send: %s", strerror(errno));
 	}
+	sent = bench_now_ns();
 	/* the end marker, until every receiver has reported */
 	while (reported < receivers) {
 		struct pollfd p = { .fd = report[0], .events = POLLIN };
@@ -390,6 +425,8 @@ static int fanout_udp(long receivers, long messages, long size)
 			delivered += r.got;
 			bad += r.bad;
 			reordered += r.reordered;
+			if (r.slow)
+				slow = r;
 			if (r.last_ns > last)
 				last = r.last_ns;
 			if (poll(&p, 1, 0) <= 0)
@@ -405,14 +442,16 @@ static int fanout_udp(long receivers, long messages, long size)
 	       receivers, messages, delivered, receivers * messages, bad,
 	       receivers * messages - delivered, reordered,
 	       last > t0 ? delivered / ((last - t0) / 1e9) : 0.0);
+	print_slow(&slow, messages, t0, sent);
 	bench_print_counters(c0, c1, delivered ? delivered : 1);
 	printf("\n");
 	return bad ? 1 : 0;
 }
 
-static void fanout_receive(int fd, int ready, int report, long messages, long size)
+static void fanout_receive(int fd, int ready, int report, long messages, long size,
+			   bool slow)
 {
-	struct fanout_report r = { 0, 0, 0, 0 };
+	struct fanout_report r = { 0, 0, 0, 0, slow };
 	unsigned char *in = malloc(size + 1);
 	struct timeval tv = { .tv_sec = 60 };
 	uint32_t seq;
@@ -431,6 +470,7 @@ static void fanout_receive(int fd, int ready, int report, long messages, long si
 			r.got++;
 		else
 			r.bad++;
+		slow_down(slow);
 	}
 	r.last_ns = bench_now_ns();
 	_exit(write(report, &r, sizeof(r)) == sizeof(r) ? 0 : 1);
@@ -439,9 +479,10 @@ static void fanout_receive(int fd, int ready, int report, long messages, long si
 static int fanout(bool bus, long receivers, long messages, long size)
 {
 	struct bench_counters c0, c1;
+	struct fanout_report slow = { 0, 0, 0, 0, 1 };
 	int ready[2], report[2], sender = -1, *fds, *afds, status;
 	long i, j, delivered = 0, bad = 0;
-	uint64_t t0, last = 0;
+	uint64_t t0, sent, last = 0;
 	unsigned char *buf;
 	struct raw_bus b;
 	__u64 addr;
@@ -476,7 +517,7 @@ static int fanout(bool bus, long receivers, long messages, long size)
 		if (pid < 0)
 			bench_die(tool, "fork: %s", strerror(errno));
 		if (pid == 0)
-			fanout_receive(sv[1], ready[1], report[1], messages, size);
+			fanout_receive(sv[1], ready[1], report[1], messages, size, i == 0);
 		if (!bus)
 			close(sv[1]);
 	}
@@ -503,6 +544,7 @@ static int fanout(bool bus, long receivers, long messages, long size)
 			if (send(fds[i], buf, size, MSG_NOSIGNAL) != size)
 				bench_die(tool, "send: %s", strerror(errno));
 	}
+	sent = bench_now_ns();
 	for (i = 0; i < receivers; i++) {
 		struct fanout_report r;
 
@@ -512,6 +554,8 @@ static int fanout(bool bus, long receivers, long messages, long size)
 		bad += r.bad;
 		if (r.last_ns > last)
 			last = r.last_ns;
+		if (r.slow)
+			slow = r;
 	}
 	c1 = bench_counters_read();
 	while (wait(&status) > 0)
@@ -520,6 +564,7 @@ static int fanout(bool bus, long receivers, long messages, long size)
 	printf("result receivers=%ld messages=%ld delivered=%ld expected=%ld bad=%ld msgs_per_s=%.1f",
 	       receivers, messages, delivered, receivers * messages, bad,
 	       delivered / ((last - t0) / 1e9));
+	print_slow(&slow, messages, t0, sent);
 	bench_print_counters(c0, c1, delivered);
 	printf("\n");
 	return delivered == receivers * messages && !bad ? 0 : 1;
@@ -552,6 +597,8 @@ int main(int argc, char **argv)
 			receivers = bench_number(tool, "-N", argv[++a], 1);
 		else if (strcmp(argv[a], "-m") == 0)
 			messages = bench_number(tool, "-m", argv[++a], 1);
+		else if (strcmp(argv[a], "-S") == 0)
+			slow_us = bench_number(tool, "-S", argv[++a], 0);
 		else
 			usage();
 	}

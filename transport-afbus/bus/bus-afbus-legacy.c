@@ -20,8 +20,7 @@
 #include "bus-afbus-legacy.h"
 #include "bus-afbus.h"
 
-#include <inttypes.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 #include <dbus/dbus-sysdeps-afbus.h>
 #include <dbus/dbus-hash.h>
@@ -113,7 +112,24 @@ typedef struct
   DBusConnection *accepted;     /**< A1: its accepted socket */
   int accepted_fd;              /**< A1's socket */
   char *name;                   /**< C1's unique name, key in relays */
+  dbus_uint64_t addr;           /**< C1's address, key in sources (when
+                                 *   name is set) */
 } LegacyPair;
+
+/* How many of the messages the C1s sent the bridge remembers
+ * (remember_sent()), and the largest it remembers: what it holds
+ * beyond their delivery is at most SENT_MAX * SENT_MAX_BYTES, and at
+ * most a quarter of a connection's limit on what it reads. */
+#define SENT_MAX 64
+#define SENT_MAX_BYTES 65536
+
+typedef struct
+{
+  DBusMessage  *message;        /**< a reference, or NULL */
+  dbus_uint64_t from;           /**< the address of the C1 that sent it */
+  int           len;            /**< its header and body, in bytes */
+  dbus_bool_t   multicast;      /**< sent to every subscriber, not one */
+} SentMessage;
 
 /* The legacy clients' pairs (bus-afbus-state.h). */
 struct BusAfbusLegacy
@@ -121,6 +137,12 @@ struct BusAfbusLegacy
   /* C1's unique name -> LegacyPair *, for bus_afbus_legacy_is_relay();
    * NULL until the first */
   DBusHashTable *relays;
+  /* C1's address -> LegacyPair *, the same pairs, for trusted_source(),
+   * which every datagram a C1 reads asks; NULL until the first */
+  DBusHashTable *sources;
+  /* The last messages the C1s sent, oldest first from sent_next on */
+  SentMessage sent[SENT_MAX];
+  unsigned int sent_next;
 };
 
 static dbus_int32_t legacy_slot = -1;
@@ -140,15 +162,32 @@ bus_afbus_legacy_new (void)
   return bridge;
 }
 
+static void
+forget_sent (SentMessage *sent)
+{
+  if (sent->message != NULL)
+    dbus_message_unref (sent->message);
+  sent->message = NULL;
+}
+
 /* Every legacy client has left by now, and its pair with it
  * (bus_afbus_legacy_detach()). */
 void
 bus_afbus_legacy_free (BusAfbusLegacy *bridge)
 {
+  unsigned int i;
+
+  for (i = 0; i < SENT_MAX; i++)
+    forget_sent (&bridge->sent[i]);
   if (bridge->relays != NULL)
     {
       _dbus_assert (_dbus_hash_table_get_n_entries (bridge->relays) == 0);
       _dbus_hash_table_unref (bridge->relays);
+    }
+  if (bridge->sources != NULL)
+    {
+      _dbus_assert (_dbus_hash_table_get_n_entries (bridge->sources) == 0);
+      _dbus_hash_table_unref (bridge->sources);
     }
   dbus_connection_free_data_slot (&legacy_slot);
   dbus_free (bridge);
@@ -417,8 +456,19 @@ legacy_free (void *data)
   LegacyPair *legacy = data;
 
   if (legacy->name != NULL)
-    _dbus_hash_table_remove_string (bridge_of (legacy->context)->relays,
-                                    legacy->name);
+    {
+      BusAfbusLegacy *bridge = bridge_of (legacy->context);
+      unsigned int i;
+
+      for (i = 0; i < SENT_MAX; i++)
+        if (bridge->sent[i].message != NULL &&
+            bridge->sent[i].from == legacy->addr)
+          forget_sent (&bridge->sent[i]);
+      _dbus_hash_table_remove_string (bridge->relays, legacy->name);
+      if ((uintptr_t) legacy->addr == legacy->addr)
+        _dbus_hash_table_remove_uintptr (bridge->sources,
+                                         (uintptr_t) legacy->addr);
+    }
   close_relay (legacy->client, client_filter, legacy);
   close_relay (legacy->accepted, accepted_filter, legacy);
   dbus_free (legacy->name);
@@ -443,6 +493,12 @@ relay_register (LegacyPair *legacy)
       if (bridge->relays == NULL)
         return FALSE;
     }
+  if (bridge->sources == NULL)
+    {
+      bridge->sources = _dbus_hash_table_new (DBUS_HASH_UINTPTR, NULL, NULL);
+      if (bridge->sources == NULL)
+        return FALSE;
+    }
 
   if (!_dbus_string_init (&name))
     return FALSE;
@@ -454,13 +510,24 @@ relay_register (LegacyPair *legacy)
     }
   _dbus_string_free (&name);
 
+  /* An address a pointer-sized key cannot hold (32-bit systems) is
+   * left out of sources: its datagrams are validated as before. */
   if (!_dbus_hash_table_insert_string (bridge->relays, legacy->name, legacy))
+    goto oom;
+  if ((uintptr_t) addr == addr &&
+      !_dbus_hash_table_insert_uintptr (bridge->sources, (uintptr_t) addr,
+                                        legacy))
     {
-      dbus_free (legacy->name);
-      legacy->name = NULL;
-      return FALSE;
+      _dbus_hash_table_remove_string (bridge->relays, legacy->name);
+      goto oom;
     }
+  legacy->addr = addr;
   return TRUE;
+
+ oom:
+  dbus_free (legacy->name);
+  legacy->name = NULL;
+  return FALSE;
 }
 
 /*
@@ -474,20 +541,95 @@ relay_register (LegacyPair *legacy)
  * unchanged: the recipient's C1 loads it without validating it again
  * (_dbus_afbus_relay_pair_new(), doc/benchmarks.md).  The relays table
  * holds a C1 from the moment its address is known to legacy_free(),
- * before its socket closes and the address can be anybody else's.
+ * before its socket closes and the address can be anybody else's; the
+ * sources table, keyed by the address itself, the same C1s.
+ *
+ * A datagram that is byte for byte a message the daemon sent from that
+ * C1 a moment before (remember_sent()) is that message: *@sent_p offers
+ * it (a new reference), and the recipient's C1 takes it rather than
+ * loading its bytes (take_sent() in the transport, which takes only a
+ * message that was written, so no longer changes).  A unicast one has
+ * no other recipient: forgotten once offered.
  */
 static dbus_bool_t
-trusted_source (dbus_uint64_t  source,
-                void          *data)
+trusted_source (dbus_uint64_t       source,
+                const DBusString   *datagram,
+                DBusMessage       **sent_p,
+                void               *data)
 {
   BusAfbusLegacy *bridge = data;
-  char name[32];
+  LegacyPair *legacy;
+  int len = _dbus_string_get_length (datagram);
+  unsigned int i;
 
-  if (bridge->relays == NULL)
+  *sent_p = NULL;
+  if (bridge->sources == NULL || (uintptr_t) source != source)
     return FALSE;
 
-  snprintf (name, sizeof (name), ":0.%" PRIx64, source);
-  return _dbus_hash_table_lookup_string (bridge->relays, name) != NULL;
+  legacy = _dbus_hash_table_lookup_uintptr (bridge->sources,
+                                            (uintptr_t) source);
+  if (legacy == NULL || legacy->addr != source)
+    return FALSE;
+
+  for (i = 0; i < SENT_MAX; i++)
+    {
+      SentMessage *sent = &bridge->sent[(bridge->sent_next + i) % SENT_MAX];
+
+      if (sent->message == NULL || sent->from != source || sent->len != len ||
+          !_dbus_afbus_message_is_datagram (sent->message, datagram))
+        continue;
+
+      if (sent->multicast)
+        {
+          *sent_p = dbus_message_ref (sent->message);
+        }
+      else
+        {
+          *sent_p = sent->message;      /* the bridge's reference */
+          sent->message = NULL;
+        }
+      break;
+    }
+  return TRUE;
+}
+
+/*
+ * @message goes out of @legacy's C1 (to one AF_BUS client, or to every
+ * subscriber): remembered, so that a C1 of the daemon that reads it
+ * takes it as it is (trusted_source()).  The oldest remembered message
+ * makes room; one with fds or over SENT_MAX_BYTES is not remembered
+ * (its recipients load it).
+ */
+static void
+remember_sent (LegacyPair  *legacy,
+               DBusMessage *message,
+               dbus_bool_t  multicast)
+{
+  BusAfbusLegacy *bridge = bridge_of (legacy->context);
+  SentMessage *sent;
+  long limit;
+  int len;
+
+  if (legacy->name == NULL || dbus_message_contains_unix_fds (message))
+    return;
+
+  /* A message counts against the limits of the connections that read
+   * it (the sender's, and each C1's: max_received_size) for as long as
+   * it lives: what the bridge holds stays under a quarter of them, so
+   * that none stops reading for it. */
+  limit = MIN (dbus_connection_get_max_received_size (legacy->connection),
+               bus_context_get_max_outgoing_bytes (legacy->context));
+  len = _dbus_afbus_message_network_size (message);
+  if (len > SENT_MAX_BYTES || len > limit / (4 * SENT_MAX))
+    return;
+
+  sent = &bridge->sent[bridge->sent_next];
+  bridge->sent_next = (bridge->sent_next + 1) % SENT_MAX;
+  forget_sent (sent);
+  sent->message = dbus_message_ref (message);
+  sent->from = legacy->addr;
+  sent->len = len;
+  sent->multicast = multicast;
 }
 
 static dbus_bool_t
@@ -718,8 +860,14 @@ bus_afbus_legacy_relay (DBusConnection *sender,
   DBusConnection *queue = bus_afbus_legacy_queue (sender, destination,
                                                   message, &addr);
 
-  if (addr != 0 && !_dbus_afbus_message_set_addr (message, addr))
-    return NULL;
+  if (addr != 0)
+    {
+      if (!_dbus_afbus_message_set_addr (message, addr))
+        return NULL;
+      /* a legacy recipient's C1 reads it */
+      if (legacy_get (destination) != NULL)
+        remember_sent (legacy_get (sender), message, FALSE);
+    }
 
   return dbus_connection_ref (queue);
 }
@@ -760,6 +908,7 @@ bus_afbus_legacy_multicast (DBusConnection *sender,
       return FALSE;
     }
 
+  remember_sent (legacy, message, TRUE);
   return TRUE;
 }
 

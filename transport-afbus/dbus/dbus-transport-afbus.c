@@ -1578,6 +1578,40 @@ afbus_finish_reading (DBusTransport *transport)
   return check_datagram (afbus_transport, afbus_transport->unchecked_source);
 }
 
+/*
+ * The datagram alone in @loader, from another relay of the daemon, is
+ * byte for byte @sent, the message the daemon sent there (the trusted
+ * source function found it; a reference, which this takes over): the
+ * loader takes that message instead of loading a copy of it (no second
+ * message, no walk of its header), and drops the bytes.  Only a locked
+ * message (written, so no longer changed) without fds, and only while
+ * the loader holds no other message or fds; without memory the bytes
+ * are loaded as usual.
+ */
+static void
+take_sent (DBusMessageLoader *loader,
+           DBusMessage       *sent)
+{
+  const DBusString *header, *body;
+  dbus_bool_t fds = FALSE;
+
+#ifdef HAVE_UNIX_FD_PASSING
+  fds = loader->n_unix_fds != 0;
+#endif
+  _dbus_message_get_network_data (sent, &header, &body);
+  if (sent->locked && loader->messages == NULL && !fds &&
+      !dbus_message_contains_unix_fds (sent) &&
+      _dbus_string_get_length (header) + _dbus_string_get_length (body) ==
+      _dbus_string_get_length (&loader->data) &&
+      _dbus_list_append (&loader->messages, sent))
+    {
+      _dbus_string_set_length (&loader->data, 0);
+      return;
+    }
+
+  dbus_message_unref (sent);
+}
+
 /* returns false on out-of-memory */
 static dbus_bool_t
 do_reading (DBusTransport *transport)
@@ -1600,6 +1634,7 @@ do_reading (DBusTransport *transport)
       int *fds = NULL;
       unsigned int n_fds = 0;
       dbus_uint64_t source = 0;
+      DBusMessage *sent;
       int bytes_read, saved_errno, start;
 
       /* The last datagram first, if its check ran out of memory. */
@@ -1696,11 +1731,15 @@ do_reading (DBusTransport *transport)
       /* Only a datagram alone in the loader, from another relay of
        * the daemon (which removed unknown header fields when it
        * dispatched the message: bus/dispatch.c). */
+      sent = NULL;
       afbus_transport->trusted = start == 0 &&
         afbus_transport->trusted_source != NULL &&
         AFBUS_IS_CLIENT_UNICAST (source) &&
-        (* afbus_transport->trusted_source) (source,
+        (* afbus_transport->trusted_source) (source, &transport->loader->data,
+                                             &sent,
                                              afbus_transport->trusted_source_data);
+      if (afbus_transport->trusted && sent != NULL)
+        take_sent (transport->loader, sent);
 
       if (!check_datagram (afbus_transport, source))
         return FALSE;
@@ -2221,6 +2260,39 @@ authenticate_pair (DBusTransport *client,
 }
 
 /**
+ * What a relay sends of @p message: its header and body, in bytes.
+ */
+int
+_dbus_afbus_message_network_size (DBusMessage *message)
+{
+  const DBusString *header, *body;
+
+  _dbus_message_get_network_data (message, &header, &body);
+  return _dbus_string_get_length (header) + _dbus_string_get_length (body);
+}
+
+/**
+ * Whether @p datagram is byte for byte what a relay sends of
+ * @p message (its header, then its body).
+ */
+dbus_bool_t
+_dbus_afbus_message_is_datagram (DBusMessage      *message,
+                                 const DBusString *datagram)
+{
+  const DBusString *header, *body;
+  int header_len, len;
+
+  _dbus_message_get_network_data (message, &header, &body);
+  header_len = _dbus_string_get_length (header);
+  len = _dbus_string_get_length (datagram);
+  return header_len + _dbus_string_get_length (body) == len &&
+    memcmp (_dbus_string_get_const_data (datagram),
+            _dbus_string_get_const_data (header), header_len) == 0 &&
+    memcmp (_dbus_string_get_const_data (datagram) + header_len,
+            _dbus_string_get_const_data (body), len - header_len) == 0;
+}
+
+/**
  * Makes the daemon's relay connections of a legacy client: @p client_fd
  * is a socket the daemon connected to its own bus (C1), @p accepted_fd
  * the socket it accepted for it (A1); both nonblocking.  They start
@@ -2237,7 +2309,8 @@ authenticate_pair (DBusTransport *client,
  * @param accepted_fd A1
  * @param guid the server's GUID
  * @param trusted says which sources are the daemon's other relays, whose
- *  messages C1 loads without validating them again (NULL: none)
+ *  messages C1 loads without validating them again, or takes as the
+ *  daemon sent them (NULL: none)
  * @param trusted_data its data
  * @param client_p returns the connection on C1
  * @param accepted_p returns the connection on A1

@@ -34,11 +34,24 @@ DBusTransport *_dbus_transport_new_for_afbus (DBusSocket        fd,
  * The daemon's side: whether the AF_BUS address @source (of the bus a
  * relay pair is on) is another relay client socket (C1) of the daemon,
  * whose every message the daemon's libdbus marshalled from a message it
- * had loaded and validated.  Called while reading, with the relay's
- * connection locked: the function must only look the address up.
+ * had loaded and validated.  If so, *@sent_p may return a message the
+ * daemon sent from @source whose network data (header and body) are
+ * byte for byte @datagram, which the relay then takes instead of
+ * loading the datagram (a new reference, which the relay drops if it
+ * does not take it); else NULL.  Called while
+ * reading, with the relay's connection locked: the function must only
+ * look the address and the message up.
  */
-typedef dbus_bool_t (* DBusAfbusTrustedSourceFunction) (dbus_uint64_t  source,
-                                                        void          *data);
+typedef dbus_bool_t (* DBusAfbusTrustedSourceFunction) (dbus_uint64_t      source,
+                                                        const DBusString  *datagram,
+                                                        DBusMessage      **sent_p,
+                                                        void              *data);
+
+DBUS_PRIVATE_EXPORT
+int         _dbus_afbus_message_network_size (DBusMessage      *message);
+DBUS_PRIVATE_EXPORT
+dbus_bool_t _dbus_afbus_message_is_datagram  (DBusMessage      *message,
+                                              const DBusString *datagram);
 
 DBUS_PRIVATE_EXPORT
 dbus_bool_t _dbus_afbus_relay_pair_new (DBusSocket                      client_fd,
