@@ -93,6 +93,10 @@
 #                           nfdbus_apparmor) in a --check run (default: 1,
 #                           and 0 with --debug); a case they skip fails
 #                           the run there
+#   AFBUS_SELINUX=0|1       the same with lsm=selinux for the SELinux unit
+#                           (tests/kernel/af_bus_selinux, which loads its own
+#                           policies, tests/selinux/) (default: 1, and 0
+#                           with --debug)
 #   AFBUS_LSM_TIMEOUT=600   seconds before such a guest is declared hung
 #   AFBUS_SYSTEM=0|1        run the system guest's tests in a --check run
 #                           (default: 1, and 0 with --debug)
@@ -329,6 +333,7 @@ report() {
 # which the first boot skips: af_bus.config builds them in, and lsm_check
 # boots the same kernel again with lsm=LSM for them.
 APPARMOR_UNITS=nfdbus_apparmor
+SELINUX_UNITS=af_bus_selinux
 LSM_TIMEOUT=${AFBUS_LSM_TIMEOUT:-600}
 
 # lsm_check LSM UNITS: the same kernel and initramfs booted again with
@@ -712,6 +717,12 @@ main() {
 		lsm_check apparmor "$APPARMOR_UNITS"
 	else
 		echo "skip - the AppArmor guest's tests (AFBUS_APPARMOR=0)"
+		skipped=$((skipped + 1))
+	fi
+	if [ "${AFBUS_SELINUX:-$((1 - debug))}" = 1 ]; then
+		lsm_check selinux "$SELINUX_UNITS"
+	else
+		echo "skip - the SELinux guest's tests (AFBUS_SELINUX=0)"
 		skipped=$((skipped + 1))
 	fi
 	if [ "${AFBUS_SYSTEM:-$((1 - debug))}" = 1 ]; then

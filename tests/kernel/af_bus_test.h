@@ -252,12 +252,21 @@ static inline int bus_accept(struct __test_metadata *_metadata, int master)
 	return fd;
 }
 
-/* No client is pending on master m: a non-blocking accept gives EAGAIN. */
+/*
+ * No client is pending on master m: an accept on it made non-blocking
+ * for the call gives EAGAIN.  (accept4()'s SOCK_NONBLOCK is the new
+ * socket's flag: with it alone the accept waited for m's SO_RCVTIMEO.)
+ */
 static inline void bus_expect_no_pending(struct __test_metadata *_metadata,
 					 int m)
 {
-	ASSERT_ERRNO(EAGAIN, accept4(m, NULL, NULL, SOCK_NONBLOCK))
+	int fl = fcntl(m, F_GETFL);
+
+	ASSERT_LE(0, fl);
+	ASSERT_OK(fcntl(m, F_SETFL, fl | O_NONBLOCK));
+	ASSERT_ERRNO(EAGAIN, accept(m, NULL, NULL))
 		TH_LOG("a client is pending on master fd %d", m);
+	ASSERT_OK(fcntl(m, F_SETFL, fl));
 }
 
 /*

@@ -89,13 +89,17 @@ call() {
 	fi
 }
 
-# denials SINCE PROFILE MEMBER: AppArmor DENIED lines of the journal
+# denials SINCE PROFILE MEMBER: AppArmor DENIED records in the journal
 # since SINCE naming the profile (the kernel says profile=, dbus-daemon
-# label=) and the member
+# label=) and the member.  Without auditd the journal has each audit
+# record twice, from journald's audit socket and from the kernel log
+# (printk): counted once, by the record's text from apparmor="DENIED"
+# on (with its pid, which differs between two refusals)
 denials() {
-	journalctl -q -b --since "@$1" --no-pager 2>/dev/null |
+	journalctl -q -b --since "@$1" --no-pager -o cat 2>/dev/null |
 		grep 'apparmor="DENIED"' | grep -E "(profile|label)=\"$2\"" |
-		grep -c "member=\"$3\""
+		grep "member=\"$3\"" | sed 's/.*apparmor="DENIED"/apparmor="DENIED"/' |
+		sort -u | wc -l
 }
 
 # matrix PATH ADDRESS: the cases, every client on ADDRESS only (no
