@@ -28,8 +28,10 @@
 #include <dbus/dbus-server-afbus.h>
 #include <dbus/dbus-transport-afbus.h>
 
+#include "apparmor.h"
 #include "bus.h"
 #include "bus-afbus-names.h"
+#include "selinux.h"
 #include "services.h"
 #include "utils.h"
 
@@ -71,7 +73,11 @@
  * client waits in C1 while that client's queue is full: each of these
  * queues is held to max_outgoing_bytes (bus_afbus_legacy_queue()).  A
  * message with fds for a legacy client that did not negotiate fd
- * passing is not delivered: its sender gets NotSupported (refuse_fds()).
+ * passing is not delivered: its sender gets NotSupported (refuse()).
+ * The kernel's LSM checks of a peer's message to a legacy client see
+ * C1's socket, which has the daemon's label: the daemon asks its LSM
+ * about the legacy client's own label before delivering (lsm_allows()),
+ * as dbus-daemon asks about every message it delivers.
  *
  * What the legacy client sends goes through the daemon's dispatch as on
  * any bus (policy, activation, the driver, monitors), and then out of C1
@@ -312,21 +318,23 @@ peer_message (LegacyPair  *legacy,
 }
 
 /*
- * A peer sent the legacy client a message with unix fds, and the legacy
- * client did not negotiate fd passing: the message is not delivered and
- * its sender gets the error dbus-daemon gives (bus/dispatch.c).  A call
- * that awaits a reply is answered out of C1, in the legacy client's
- * name, as if it had answered: so the kernel ends the caller's wait for
- * that reply (nfdbus' reply tracking) and the caller's library its
- * watch of the callee; monitors get it from the daemon, as the legacy
- * client's own messages.  Other messages get the error from the daemon,
- * as from dbus-daemon.
+ * A peer sent the legacy client a message that is not delivered to it
+ * (its fds, which the legacy client did not negotiate, or an LSM's
+ * refusal): its sender gets @error, as dbus-daemon would give it
+ * (bus/dispatch.c).  A call that awaits a reply is answered out of C1,
+ * in the legacy client's name, as if it had answered: so the kernel
+ * ends the caller's wait for that reply (nfdbus' reply tracking) and
+ * the caller's library its watch of the callee; monitors get it from
+ * the daemon, as the legacy client's own messages.  Other messages
+ * addressed to the legacy client get the error from the daemon, as
+ * from dbus-daemon; a signal without a destination gets none, as
+ * dbus-daemon skips a subscriber its policy refuses.
  */
 static DBusHandlerResult
-refuse_fds (LegacyPair  *legacy,
-            DBusMessage *message)
+refuse (LegacyPair      *legacy,
+        DBusMessage     *message,
+        const DBusError *error)
 {
-  DBusError error = DBUS_ERROR_INIT;
   BusTransaction *transaction;
   DBusConnection *peer;
   DBusMessage *reply = NULL;
@@ -334,33 +342,31 @@ refuse_fds (LegacyPair  *legacy,
   dbus_uint64_t addr;
   dbus_bool_t ok;
 
-  _dbus_verbose ("AF_BUS legacy: a message with fds for %s, which cannot"
-                 " take them: NotSupported\n",
-                 bus_connection_get_name (legacy->connection));
+  _dbus_verbose ("AF_BUS legacy: a message for %s not delivered: %s\n",
+                 bus_connection_get_name (legacy->connection), error->name);
 
   peer = sender != NULL && sender[0] == ':' ?
          bus_afbus_owner (legacy->context, sender) : NULL;
   if (peer == NULL || legacy->name == NULL ||
+      dbus_message_get_destination (message) == NULL ||
       !_dbus_afbus_message_get_addr (message, &addr))
-    return DBUS_HANDLER_RESULT_HANDLED;   /* gone: nobody to tell */
+    return DBUS_HANDLER_RESULT_HANDLED;   /* nobody to tell */
 
   transaction = bus_transaction_new (legacy->context);
   if (transaction == NULL)
     return DBUS_HANDLER_RESULT_NEED_MEMORY;
 
-  dbus_set_error_const (&error, DBUS_ERROR_NOT_SUPPORTED,
-                        "Tried to send message with Unix file descriptors"
-                        "to a client that doesn't support that.");
-
   if (dbus_message_get_type (message) != DBUS_MESSAGE_TYPE_METHOD_CALL ||
       dbus_message_get_no_reply (message))
     {
-      ok = bus_transaction_send_error_reply (transaction, peer, &error,
-                                             message);
+      /* bus_transaction_send_error_reply() takes a non-const error but
+       * only reads it */
+      ok = bus_transaction_send_error_reply (transaction, peer,
+                                             (DBusError *) error, message);
     }
   else
     {
-      reply = dbus_message_new_error (message, error.name, error.message);
+      reply = dbus_message_new_error (message, error->name, error->message);
       ok = reply != NULL &&
         dbus_message_set_sender (reply, legacy->name) &&
         _dbus_afbus_message_set_addr (reply, addr) &&
@@ -409,8 +415,64 @@ legacy_matches (LegacyPair  *legacy,
   return found;
 }
 
+/*
+ * Whether the LSM the daemon runs under lets a peer's @message reach
+ * the legacy client.  The kernel checked it between the peer's socket
+ * and C1's, which carries the daemon's label, not the legacy client's:
+ * so the daemon asks what dbus-daemon asks for every message it
+ * delivers (bus_context_check_security_policy()), the SELinux dbus
+ * permission and the AppArmor dbus rules of both ends (the sender's
+ * send to the legacy client, the legacy client's receive), from the
+ * sender's connection.  A reply reached C1 only if it was awaited
+ * (nfdbus' reply tracking): it is a requested reply.  Without an LSM
+ * nothing is asked.  A sender that left already cannot be asked
+ * about: its message is refused while an LSM runs.
+ */
+static dbus_bool_t
+lsm_allows (LegacyPair  *legacy,
+            DBusMessage *message,
+            DBusError   *error)
+{
+  const char *sender = dbus_message_get_sender (message);
+  const char *dest = dbus_message_get_destination (message);
+  int type = dbus_message_get_type (message);
+  DBusConnection *peer;
+
+  if (!bus_apparmor_enabled () && !bus_selinux_enabled ())
+    return TRUE;
+
+  peer = sender != NULL && sender[0] == ':' ?
+         bus_afbus_owner (legacy->context, sender) : NULL;
+  if (peer == NULL)
+    {
+      dbus_set_error (error, DBUS_ERROR_ACCESS_DENIED,
+                      "The sender left before its message could be "
+                      "checked");
+      return FALSE;
+    }
+
+  return bus_selinux_allows_send (peer, legacy->connection,
+                                  dbus_message_type_to_string (type),
+                                  dbus_message_get_interface (message),
+                                  dbus_message_get_member (message),
+                                  dbus_message_get_error_name (message),
+                                  dest != NULL ? dest : DBUS_SERVICE_DBUS,
+                                  NULL, error) &&
+    bus_apparmor_allows_send (peer, legacy->connection,
+                              dbus_message_get_reply_serial (message) != 0,
+                              bus_context_get_type (legacy->context),
+                              type,
+                              dbus_message_get_path (message),
+                              dbus_message_get_interface (message),
+                              dbus_message_get_member (message),
+                              dbus_message_get_error_name (message),
+                              dest != NULL ? dest : DBUS_SERVICE_DBUS,
+                              sender, NULL, error);
+}
+
 /* Everything C1 reads goes to the legacy client (but multicasts its
- * rules do not match, when the daemon matches them). */
+ * rules do not match, when the daemon matches them, and what its LSM
+ * refuses). */
 static DBusHandlerResult
 client_filter (DBusConnection *client,
                DBusMessage    *message,
@@ -418,6 +480,9 @@ client_filter (DBusConnection *client,
 {
   LegacyPair *legacy = data;
   DBusPreallocatedSend *preallocated;
+  DBusError error = DBUS_ERROR_INIT;
+  DBusHandlerResult result;
+  dbus_bool_t from_peer;
   dbus_uint64_t peer;
 
   if (dbus_message_is_signal (message, DBUS_INTERFACE_LOCAL, "Disconnected"))
@@ -430,26 +495,34 @@ client_filter (DBusConnection *client,
 
   if (dbus_message_contains_unix_fds (message) &&
       !dbus_connection_can_send_type (legacy->connection, DBUS_TYPE_UNIX_FD))
-    return refuse_fds (legacy, message);
+    {
+      dbus_set_error_const (&error, DBUS_ERROR_NOT_SUPPORTED,
+                            "Tried to send message with Unix file descriptors"
+                            "to a client that doesn't support that.");
+      return refuse (legacy, message, &error);
+    }
+
+  /* From a peer, not through the daemon: the daemon checked the
+   * messages it sent itself */
+  from_peer = _dbus_afbus_message_get_addr (message, &peer);
+  if (from_peer && legacy->daemon_matches &&
+      dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_SIGNAL &&
+      dbus_message_get_destination (message) == NULL &&
+      !legacy_matches (legacy, message))
+    return DBUS_HANDLER_RESULT_HANDLED;
+  if (from_peer && !lsm_allows (legacy, message, &error))
+    {
+      result = refuse (legacy, message, &error);
+      dbus_error_free (&error);
+      return result;
+    }
 
   preallocated = dbus_connection_preallocate_send (legacy->connection);
   if (preallocated == NULL)
     return DBUS_HANDLER_RESULT_NEED_MEMORY;
 
-  /* From a peer, not through the daemon. */
-  if (_dbus_afbus_message_get_addr (message, &peer))
-    {
-      if (legacy->daemon_matches &&
-          dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_SIGNAL &&
-          dbus_message_get_destination (message) == NULL &&
-          !legacy_matches (legacy, message))
-        {
-          dbus_connection_free_preallocated_send (legacy->connection,
-                                                  preallocated);
-          return DBUS_HANDLER_RESULT_HANDLED;
-        }
-      peer_message (legacy, message);
-    }
+  if (from_peer)
+    peer_message (legacy, message);
 
   dbus_connection_send_preallocated (legacy->connection, preallocated,
                                      message, NULL);
@@ -586,7 +659,7 @@ relay_register (LegacyPair *legacy)
  * legacy client's C1: its messages are what the daemon dispatched for
  * that client, validated when the daemon loaded them from the client's
  * own connection (and stripped of unknown header fields, bus/dispatch.c),
- * or built by the daemon (refuse_fds()), and written by its libdbus.
+ * or built by the daemon (refuse()), and written by its libdbus.
  * The kernel sets the source address of every datagram from the socket
  * that sent it, so nobody else can send from it, and delivers its bytes
  * unchanged: the recipient's C1 loads it without validating it again
