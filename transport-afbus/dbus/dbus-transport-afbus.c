@@ -2276,7 +2276,9 @@ _dbus_afbus_message_network_size (DBusMessage *message)
 
 /**
  * Whether @p datagram is byte for byte what a relay sends of
- * @p message (its header, then its body).
+ * @p message (its header, then its body).  Never for a message that is
+ * not locked: it was not sent (the bridge remembered it, then ran out of
+ * memory before it was queued).
  */
 dbus_bool_t
 _dbus_afbus_message_is_datagram (DBusMessage      *message,
@@ -2285,6 +2287,8 @@ _dbus_afbus_message_is_datagram (DBusMessage      *message,
   const DBusString *header, *body;
   int header_len, len;
 
+  if (!message->locked)
+    return FALSE;
   _dbus_message_get_network_data (message, &header, &body);
   header_len = _dbus_string_get_length (header);
   len = _dbus_string_get_length (datagram);
