@@ -12,7 +12,11 @@
 #           RequestName, AddMatch) the daemon checks
 #   legacy  unix clients on the AF_BUS kernel: dbus-daemon checks
 #           everything (bus/apparmor.c), as on any machine whose kernel
-#           mediates D-Bus
+#           mediates D-Bus; what goes between two of them over the
+#           bridge's AF_BUS sockets, which have the daemon's label, the
+#           daemon checks against the unix clients' own labels
+#   native-to-legacy, legacy-to-native: AF_BUS callers and listeners of
+#           unix services, and the reverse (the AF_BUS kernel)
 #   stock   Debian's 6.1 kernel: its AppArmor has no D-Bus mediation (no
 #           features/dbus, no dbus code in security/apparmor), so
 #           dbus-daemon does not mediate either: every case is allowed,
@@ -78,6 +82,13 @@ as() {
 	exec "$0" --as "$@"
 }
 
+# as_service PROFILE COMMAND... &: as(), on the services' address
+as_service() {
+	DBUS_SYSTEM_BUS_ADDRESS=$service_address
+	export DBUS_SYSTEM_BUS_ADDRESS
+	exec "$0" --as "$@"
+}
+
 # call PROFILE DEST MEMBER [ARG]: a method call of com.example.Echo on
 # /com/example; prints "reply TEXT" or "error NAME"
 call() {
@@ -102,10 +113,12 @@ denials() {
 		sort -u | wc -l
 }
 
-# matrix PATH ADDRESS: the cases, every client on ADDRESS only (no
-# fallback to another address)
+# matrix PATH ADDRESS [SERVICE_ADDRESS]: the cases, every client on
+# ADDRESS only (no fallback to another address), the services on
+# SERVICE_ADDRESS (default: ADDRESS)
 matrix() {
 	path=$1
+	service_address=${3:-$2}
 	DBUS_SYSTEM_BUS_ADDRESS=$2
 	DBUS_SESSION_BUS_ADDRESS=$2
 	export DBUS_SYSTEM_BUS_ADDRESS DBUS_SESSION_BUS_ADDRESS
@@ -116,16 +129,17 @@ matrix() {
 	fi
 
 	# an unconfined service, and the same confined
-	afbus-echo-service com.example.AAMatrix.Plain >"$work/$path-plain.out" 2>&1 &
+	as_service - afbus-echo-service com.example.AAMatrix.Plain >"$work/$path-plain.out" 2>&1 &
 	_pids="$_pids $!"
-	as afbus_mx_service afbus-echo-service com.example.AAMatrix >"$work/$path-svc.out" 2>&1 &
+	as_service afbus_mx_service afbus-echo-service com.example.AAMatrix >"$work/$path-svc.out" 2>&1 &
 	_pids="$_pids $!"
 	wait_ready "$work/$path-plain.out" "$work/$path-svc.out"
 	plain=$(sed -n 's/^ready //p' "$work/$path-plain.out")
 	svc=$(sed -n 's/^ready //p' "$work/$path-svc.out")
 	expect_match "$path: an unconfined service owns com.example.AAMatrix.Plain" '^:' "$plain"
 	expect_match "$path: the confined service may own com.example.AAMatrix (dbus bind)" '^:' "$svc"
-	out=$(timeout 5 "$0" --as afbus_mx_service afbus-echo-service com.example.AAMatrix.Other 2>&1)
+	out=$(DBUS_SYSTEM_BUS_ADDRESS=$service_address timeout 5 "$0" --as afbus_mx_service \
+		afbus-echo-service com.example.AAMatrix.Other 2>&1)
 	if [ $mediated = 1 ]; then
 		expect_match "$path: ... but not com.example.AAMatrix.Other" \
 			'RequestName: .*AppArmor' "$out"
@@ -209,6 +223,12 @@ if [ "$AFBUS_KERNEL" = afbus ]; then
 	af_path=$(cat /run/dbus/system_bus.afbus 2>/dev/null)
 	expect_match "the system bus has an AF_BUS address" '^/' "$af_path"
 	matrix afbus "afbus:path=$af_path"
+	# across the bridge: what an AF_BUS client sends a unix client
+	# reaches it through the daemon's socket, whose label the kernel
+	# sees, and the daemon checks the unix client's own; what a unix
+	# client sends an AF_BUS client the daemon checks as any message
+	matrix native-to-legacy "afbus:path=$af_path" "$UNIX"
+	matrix legacy-to-native "$UNIX" "afbus:path=$af_path"
 fi
 matrix legacy "$UNIX"
 
