@@ -88,12 +88,28 @@ static struct nlmsghdr *nfdbus_msg(struct nfdbus *h, uint16_t type,
 	return nfdbus_msg_in(h, h->buf, type, version, cmd, flags);
 }
 
-/* What the callbacks of one exchange get. */
+/* What the callbacks of one exchange get.  An exchange always reads
+ * every reply to its request, up to the ack or the end of the dump, even
+ * once its callback failed or stopped (err, stopped): what it left in the
+ * socket would otherwise be read by the next request, which would fail.
+ */
 struct nfdbus_talk_ctx {
 	struct nfdbus	*h;
 	mnl_cb_t	cb;
 	void		*data;
+	unsigned int	seq;		/* the request's */
+	int		err;		/* the callback's error (errno) */
+	bool		stopped;	/* the callback wants no more */
 };
+
+/* A reply to an earlier request (one whose exchange ended without reading
+ * all of it: recvfrom() failed), which this exchange skips.
+ */
+static bool nfdbus_stale(const struct nlmsghdr *nlh,
+			 const struct nfdbus_talk_ctx *t)
+{
+	return nlh->nlmsg_seq != t->seq;
+}
 
 static int nfdbus_ext_ack_attr(const struct nlattr *attr, void *data)
 {
@@ -112,6 +128,8 @@ static int nfdbus_error_cb(const struct nlmsghdr *nlh, void *data)
 	const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
 	unsigned int off = sizeof(*e);
 
+	if (nfdbus_stale(nlh, t))
+		return MNL_CB_OK;
 	if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(*e))) {
 		errno = EBADMSG;
 		return MNL_CB_ERROR;
@@ -134,7 +152,8 @@ static int nfdbus_done_cb(const struct nlmsghdr *nlh, void *data)
 {
 	const int *err = mnl_nlmsg_get_payload(nlh);
 
-	(void)data;
+	if (nfdbus_stale(nlh, data))
+		return MNL_CB_OK;
 	if (nlh->nlmsg_len >= mnl_nlmsg_size(sizeof(*err)) && *err < 0) {
 		errno = -*err;
 		return MNL_CB_ERROR;
@@ -142,14 +161,28 @@ static int nfdbus_done_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_STOP;
 }
 
+/* A reply: to the callback, until it failed or stopped. */
 static int nfdbus_data_cb(const struct nlmsghdr *nlh, void *data)
 {
-	const struct nfdbus_talk_ctx *t = data;
+	struct nfdbus_talk_ctx *t = data;
+	int ret;
 
-	return t->cb ? t->cb(nlh, t->data) : MNL_CB_OK;
+	if (nfdbus_stale(nlh, t) || !t->cb || t->err || t->stopped)
+		return MNL_CB_OK;
+	errno = 0;
+	ret = t->cb(nlh, t->data);
+	if (ret == MNL_CB_ERROR)
+		t->err = errno ? errno : EPROTO;
+	else if (ret == MNL_CB_STOP)
+		t->stopped = true;
+	return MNL_CB_OK;
 }
 
-/* Send nlh and run cb on the replies until the ack or the end of a dump. */
+/*
+ * Send nlh and run cb on the replies until the ack or the end of a dump.
+ * All of them are read, whatever cb returns: 0, the error cb gave (its
+ * errno), or the kernel's.
+ */
 static int nfdbus_talk(struct nfdbus *h, struct nlmsghdr *nlh,
 		       mnl_cb_t cb, void *data)
 {
@@ -158,8 +191,9 @@ static int nfdbus_talk(struct nfdbus *h, struct nlmsghdr *nlh,
 		[NLMSG_ERROR] = nfdbus_error_cb,
 		[NLMSG_DONE] = nfdbus_done_cb,
 	};
-	struct nfdbus_talk_ctx t = { .h = h, .cb = cb, .data = data };
-	unsigned int seq = nlh->nlmsg_seq;
+	struct nfdbus_talk_ctx t = {
+		.h = h, .cb = cb, .data = data, .seq = nlh->nlmsg_seq,
+	};
 	ssize_t n;
 	int ret;
 
@@ -171,12 +205,13 @@ static int nfdbus_talk(struct nfdbus *h, struct nlmsghdr *nlh,
 		if (n < 0)
 			return -errno;
 		errno = 0;
-		ret = mnl_cb_run2(h->buf, n, seq, h->portid, nfdbus_data_cb, &t,
+		/* seq 0: the callbacks skip other requests' replies */
+		ret = mnl_cb_run2(h->buf, n, 0, h->portid, nfdbus_data_cb, &t,
 				  ctl, MNL_ARRAY_SIZE(ctl));
-		if (ret < 0)
+		if (ret < 0 && !t.err)
 			return errno ? -errno : -EPROTO;
-		if (ret == MNL_CB_STOP)
-			return 0;
+		if (ret <= MNL_CB_STOP)
+			return t.err ? -t.err : 0;
 	}
 }
 

@@ -112,6 +112,8 @@ int nfdbus_flush(struct nfdbus *h, const struct nfdbus_bus *bus,
 		 uint64_t peer);
 /* Calls cb for each rule of the bus (of peer, if not NULL); returns how
  * many there were, or a negative errno (or what cb returned, if < 0).
+ * Once cb returned < 0, it is called no more, but the rest of the dump
+ * is read all the same: the handle stays usable for the next request.
  */
 int nfdbus_list(struct nfdbus *h, const struct nfdbus_bus *bus,
 		const uint64_t *peer, nfdbus_rule_cb cb, void *data);

@@ -37,8 +37,8 @@ expect_match "afbus: without path, abstract, file or runtime is a bad address" \
 	'address of type afbus was missing argument path or abstract or file or runtime' "$out"
 
 # The bus driver introspects its AF_BUS interface, the peer watches and
-# the signals of AF_BUS clients' libraries (dbus/0006,
-# dbus/0007), and keeps it out of its Interfaces property.
+# the signals of AF_BUS clients' libraries (dbus/0007,
+# dbus/0008), and keeps it out of its Interfaces property.
 out=$(timeout 20 dbus-send --session --print-reply=literal --dest=org.freedesktop.DBus \
 	/org/freedesktop/DBus org.freedesktop.DBus.Introspectable.Introspect 2>&1 | tr -d '\n ')
 expect_match "Introspect shows org.freedesktop.DBus.AF_BUS: WatchPeer (s), UnwatchPeer (s), Forwarded (s, t, u, s, s), ForwardedLost (u), PeerGone (s) and ReplyTimeout (i)" \

@@ -7,7 +7,7 @@
 # recipient's C1) for a message to another legacy client.  dbus-daemon
 # holds what waits for one recipient to max_outgoing_bytes and refuses
 # the rest with LimitsExceeded; the fork holds each relay queue to the
-# same limit (dbus/0010).  max_incoming_bytes stays at its default
+# same limit (dbus/0011).  max_incoming_bytes stays at its default
 # (127 MB), larger, as in Debian's system.conf and session.conf.  A hostile
 # legacy client, unprivileged (uid 65534, as whom the bus lets anybody
 # connect), that calls a service that stalls, 32 calls of 64 KiB,

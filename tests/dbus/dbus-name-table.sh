@@ -3,7 +3,7 @@
 # The daemon's table of the AF_BUS addresses of well-known names keeps a
 # name's address while an AF_BUS client owns the name, a kernel match
 # rule names it (AddMatch sender='NAME') or the bus policy names it, and
-# drops it when nothing does (bus-afbus.c, dbus/0008).  A hostile client
+# drops it when nothing does (bus-afbus.c, dbus/0009).  A hostile client
 # that asks for ever new names (AddMatch and RemoveMatch, RequestName
 # and ReleaseName) cannot make the daemon's memory grow; a name that
 # comes back with nothing referring to it gets a new address (never one

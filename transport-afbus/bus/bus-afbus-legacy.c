@@ -118,6 +118,12 @@ typedef struct
   DBusConnection *accepted;     /**< A1: its accepted socket */
   int accepted_fd;              /**< A1's socket */
   char *name;                   /**< C1's unique name, key in relays */
+  dbus_bool_t client_filtered;  /**< C1 has client_filter (setup_relay()) */
+  dbus_bool_t accepted_filtered; /**< A1 has accepted_filter */
+  dbus_bool_t daemon_matches;   /**< the daemon, not the kernel, matches
+                                 *   the multicasts C1 reads against the
+                                 *   legacy client's rules
+                                 *   (bus_afbus_legacy_match_in_daemon()) */
   dbus_uint64_t addr;           /**< C1's address, key in sources (when
                                  *   name is set) */
 } LegacyPair;
@@ -382,6 +388,33 @@ refuse (LegacyPair      *legacy,
   return DBUS_HANDLER_RESULT_HANDLED;
 }
 
+/* Whether the legacy client has a match rule for @message, a multicast
+ * C1 read, by the daemon's own matchmaker, as dbus-daemon decides: only
+ * once the kernel gives C1 every multicast
+ * (bus_afbus_legacy_match_in_daemon()).  A signal whose sender left
+ * already matches as dbus-daemon would match one from the bus (no rule
+ * naming another sender).  TRUE without memory: the client may get a
+ * signal it did not ask for, rather than lose one. */
+static dbus_bool_t
+legacy_matches (LegacyPair  *legacy,
+                DBusMessage *message)
+{
+  const char *sender = dbus_message_get_sender (message);
+  DBusList *recipients = NULL;
+  DBusConnection *peer;
+  dbus_bool_t found;
+
+  peer = sender != NULL && sender[0] == ':' ?
+         bus_afbus_owner (legacy->context, sender) : NULL;
+  if (!bus_matchmaker_get_recipients (bus_context_get_matchmaker (legacy->context),
+                                      bus_context_get_connections (legacy->context),
+                                      peer, NULL, message, &recipients))
+    return TRUE;
+  found = _dbus_list_remove (&recipients, legacy->connection);
+  _dbus_list_clear (&recipients);
+  return found;
+}
+
 /*
  * Whether the LSM the daemon runs under lets a peer's @message reach
  * the legacy client.  The kernel checked it between the peer's socket
@@ -437,7 +470,9 @@ lsm_allows (LegacyPair  *legacy,
                               sender, NULL, error);
 }
 
-/* Everything C1 reads goes to the legacy client. */
+/* Everything C1 reads goes to the legacy client (but multicasts its
+ * rules do not match, when the daemon matches them, and what its LSM
+ * refuses). */
 static DBusHandlerResult
 client_filter (DBusConnection *client,
                DBusMessage    *message,
@@ -470,6 +505,11 @@ client_filter (DBusConnection *client,
   /* From a peer, not through the daemon: the daemon checked the
    * messages it sent itself */
   from_peer = _dbus_afbus_message_get_addr (message, &peer);
+  if (from_peer && legacy->daemon_matches &&
+      dbus_message_get_type (message) == DBUS_MESSAGE_TYPE_SIGNAL &&
+      dbus_message_get_destination (message) == NULL &&
+      !legacy_matches (legacy, message))
+    return DBUS_HANDLER_RESULT_HANDLED;
   if (from_peer && !lsm_allows (legacy, message, &error))
     {
       result = refuse (legacy, message, &error);
@@ -512,15 +552,19 @@ accepted_filter (DBusConnection *accepted,
   return DBUS_HANDLER_RESULT_HANDLED;
 }
 
+/* (@filtered: its filter was added; it is not when setup_relay() ran out
+ * of memory, and libdbus refuses to remove a filter it does not have) */
 static void
 close_relay (DBusConnection            *relay,
              DBusHandleMessageFunction  filter,
-             LegacyPair                *legacy)
+             LegacyPair                *legacy,
+             dbus_bool_t                filtered)
 {
   if (relay == NULL)
     return;
 
-  dbus_connection_remove_filter (relay, filter, legacy);
+  if (filtered)
+    dbus_connection_remove_filter (relay, filter, legacy);
   dbus_connection_close (relay);
   dbus_connection_set_watch_functions (relay, NULL, NULL, NULL, NULL, NULL);
   dbus_connection_set_timeout_functions (relay, NULL, NULL, NULL, NULL, NULL);
@@ -547,8 +591,10 @@ legacy_free (void *data)
         _dbus_hash_table_remove_uintptr (bridge->sources,
                                          (uintptr_t) legacy->addr);
     }
-  close_relay (legacy->client, client_filter, legacy);
-  close_relay (legacy->accepted, accepted_filter, legacy);
+  close_relay (legacy->client, client_filter, legacy,
+               legacy->client_filtered);
+  close_relay (legacy->accepted, accepted_filter, legacy,
+               legacy->accepted_filtered);
   dbus_free (legacy->name);
   dbus_free (legacy);
 }
@@ -713,7 +759,8 @@ remember_sent (LegacyPair  *legacy,
 static dbus_bool_t
 setup_relay (LegacyPair                *legacy,
              DBusConnection            *relay,
-             DBusHandleMessageFunction  filter)
+             DBusHandleMessageFunction  filter,
+             dbus_bool_t               *filtered)
 {
   DBusLoop *loop = bus_context_get_loop (legacy->context);
 
@@ -721,8 +768,11 @@ setup_relay (LegacyPair                *legacy,
   dbus_connection_set_dispatch_status_function (relay, dispatch_status,
                                                 loop, NULL);
 
-  if (!dbus_connection_add_filter (relay, filter, legacy, NULL) ||
-      !dbus_connection_set_watch_functions (relay, add_watch, remove_watch,
+  if (!dbus_connection_add_filter (relay, filter, legacy, NULL))
+    return FALSE;
+  *filtered = TRUE;
+
+  if (!dbus_connection_set_watch_functions (relay, add_watch, remove_watch,
                                             toggle_watch, loop, NULL) ||
       !dbus_connection_set_timeout_functions (relay, add_timeout,
                                               remove_timeout, NULL,
@@ -787,8 +837,10 @@ bus_afbus_legacy_attach (DBusConnection *connection,
   dbus_connection_set_max_received_size (legacy->client,
                                          bus_context_get_max_outgoing_bytes (context));
 
-  if (!setup_relay (legacy, legacy->client, client_filter) ||
-      !setup_relay (legacy, legacy->accepted, accepted_filter) ||
+  if (!setup_relay (legacy, legacy->client, client_filter,
+                    &legacy->client_filtered) ||
+      !setup_relay (legacy, legacy->accepted, accepted_filter,
+                    &legacy->accepted_filtered) ||
       !dbus_connection_set_data (connection, legacy_slot, legacy, legacy_free))
     goto oom;
 
@@ -851,6 +903,31 @@ bus_afbus_legacy_is_relay (BusContext *context,
 }
 
 /** Where the daemon's messages to @p connection wait to be written. */
+/**
+ * From now on the daemon matches the multicasts the legacy client's C1
+ * reads against the client's match rules in its own matchmaker, as
+ * dbus-daemon does, and the kernel gives C1 every multicast
+ * (bus-afbus-match.c, once the kernel held NFDBUS_PEER_RULES_MAX of its
+ * rules): so a legacy client may have as many rules as the
+ * configuration's max_match_rules_per_connection, as on dbus-daemon.
+ */
+void
+bus_afbus_legacy_match_in_daemon (DBusConnection *connection)
+{
+  LegacyPair *legacy = legacy_get (connection);
+
+  if (legacy != NULL)
+    legacy->daemon_matches = TRUE;
+}
+
+dbus_bool_t
+bus_afbus_legacy_matches_in_daemon (DBusConnection *connection)
+{
+  LegacyPair *legacy = legacy_get (connection);
+
+  return legacy != NULL && legacy->daemon_matches;
+}
+
 DBusConnection *
 bus_afbus_legacy_outgoing (DBusConnection *connection)
 {
@@ -1024,6 +1101,17 @@ bus_afbus_legacy_detach (DBusConnection *connection)
 dbus_bool_t
 bus_afbus_legacy_is_relay (BusContext *context,
                            const char *name)
+{
+  return FALSE;
+}
+
+void
+bus_afbus_legacy_match_in_daemon (DBusConnection *connection)
+{
+}
+
+dbus_bool_t
+bus_afbus_legacy_matches_in_daemon (DBusConnection *connection)
 {
   return FALSE;
 }

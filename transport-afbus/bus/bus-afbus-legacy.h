@@ -31,6 +31,8 @@ void            bus_afbus_legacy_detach       (DBusConnection *connection);
 dbus_bool_t     bus_afbus_legacy_is_relay     (BusContext     *context,
                                                const char     *name);
 DBusConnection *bus_afbus_legacy_outgoing     (DBusConnection *connection);
+void            bus_afbus_legacy_match_in_daemon (DBusConnection *connection);
+dbus_bool_t     bus_afbus_legacy_matches_in_daemon (DBusConnection *connection);
 DBusConnection *bus_afbus_legacy_queue        (DBusConnection *sender,
                                                DBusConnection *destination,
                                                DBusMessage    *message,

@@ -26,6 +26,7 @@
 #include <dbus/dbus-list.h>
 #include <dbus/dbus-server-afbus.h>
 
+#include "bus-afbus-legacy.h"
 #include "bus-afbus-names.h"
 #include "utils.h"
 
@@ -49,8 +50,11 @@
  *   stay in the daemon: the daemon sends its signals to each recipient,
  *   never as a multicast, so the kernel would never use them.
  * - The kernel keeps at most NFDBUS_PEER_RULES_MAX (512) rules per
- *   client: beyond that, AddMatch fails with LimitsExceeded even if
- *   max_match_rules_per_connection allows more.  A rule the kernel does
+ *   client: beyond that, a native client's AddMatch fails with
+ *   LimitsExceeded even if max_match_rules_per_connection allows more.
+ *   A legacy client keeps the configuration's limit, as on dbus-daemon:
+ *   past 512 rules the kernel gives its C1 every multicast, and the
+ *   daemon matches them against its rules (match_in_daemon()).  A rule the kernel does
  *   not take fails AddMatch with MatchRuleInvalid; the daemon's own
  *   matchmaker then does not have it either.
  * - nfdbus filters the multicasts of a bus only once its master took
@@ -613,6 +617,75 @@ rule_sender_addr (BusAfbusNames *names,
   return TRUE;
 }
 
+/* A kernel rule of a client, as nfdbus_list() gives it. */
+typedef struct
+{
+  char *text;
+  dbus_bool_t has_sender_addr;
+  dbus_uint64_t sender_addr;
+} KernelRule;
+
+/* nfdbus_list() callback: the first rule.  It reads the whole dump (a
+ * callback's error would leave the rest of it in the netlink socket,
+ * for the next request to read). */
+static int
+first_rule (const struct nfdbus_rule_info *info,
+            void                          *data)
+{
+  KernelRule *r = data;
+
+  if (r->text == NULL)
+    {
+      r->text = _dbus_strdup (info->rule);
+      r->has_sender_addr = info->has_sender_addr;
+      r->sender_addr = info->sender_addr;
+    }
+  return 0;
+}
+
+/*
+ * A legacy client's AddMatch, when the kernel holds NFDBUS_PEER_RULES_MAX
+ * of its rules already: dbus-daemon lets it have the configuration's
+ * max_match_rules_per_connection (50000 on the session bus), which the
+ * driver checks.  So its C1 gets every multicast from now on, which the
+ * daemon matches against its rules in its own matchmaker
+ * (bus_afbus_legacy_match_in_daemon()), as dbus-daemon does: one of its
+ * kernel rules makes room for a rule that matches every signal; the
+ * others stay, and match nothing more.  Native clients keep the
+ * kernel's limit (their signals never pass through the daemon).  0, or a
+ * negative errno (the AddMatch fails as the kernel said).
+ */
+static int
+match_in_daemon (struct nfdbus           *nfdbus,
+                 const struct nfdbus_bus *bus,
+                 dbus_uint64_t            peer,
+                 DBusConnection          *connection)
+{
+  KernelRule r = { NULL, FALSE, 0 };
+  int err;
+
+  err = nfdbus_list (nfdbus, bus, &peer, first_rule, &r);
+  if (err < 0 || r.text == NULL)
+    {
+      dbus_free (r.text);
+      return err < 0 ? err : -ENOENT;
+    }
+  err = nfdbus_remove_match (nfdbus, bus, peer, r.text);
+  if (err == 0)
+    {
+      err = nfdbus_add_match (nfdbus, bus, peer, "type='signal'", NULL);
+      if (err < 0)
+        nfdbus_add_match (nfdbus, bus, peer, r.text,
+                          r.has_sender_addr ? &r.sender_addr : NULL);
+    }
+  dbus_free (r.text);
+  /* (the daemon reads C1 only once this returns: it matches from the
+   * first multicast the kernel lets through unfiltered) */
+  if (err == 0)
+    bus_afbus_legacy_match_in_daemon (connection);
+  return err;
+}
+
 dbus_bool_t
 bus_afbus_add_match (DBusConnection *connection,
                      BusMatchRule   *rule,
@@ -630,6 +703,10 @@ bus_afbus_add_match (DBusConnection *connection,
   if (!bus_afbus_connection_bus (connection, &bus, &peer))
     return TRUE;
 
+  /* the daemon's matchmaker alone has its rules (match_in_daemon()) */
+  if (bus_afbus_legacy_matches_in_daemon (connection))
+    return TRUE;
+
   if (!kernel_rule (rule, &text, error))
     return !dbus_error_is_set (error);
 
@@ -643,6 +720,16 @@ bus_afbus_add_match (DBusConnection *connection,
 
   err = nfdbus_add_match (nfdbus, &bus, peer, text,
                           has_sender_addr ? &sender_addr : NULL);
+  if (err == -ENOSPC && bus_afbus_connection_is_legacy (connection) &&
+      match_in_daemon (nfdbus, &bus, peer, connection) == 0)
+    {
+      _dbus_verbose ("nfdbus: %s has %d rules: the daemon matches its"
+                     " signals from now on\n",
+                     bus_connection_get_name (connection),
+                     NFDBUS_PEER_RULES_MAX);
+      dbus_free (text);
+      return TRUE;
+    }
   if (err < 0)
     {
       bus_afbus_nfdbus_error (context, error, -err,

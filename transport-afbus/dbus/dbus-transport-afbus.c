@@ -1598,15 +1598,18 @@ take_sent (DBusMessageLoader *loader,
 #ifdef HAVE_UNIX_FD_PASSING
   fds = loader->n_unix_fds != 0;
 #endif
-  _dbus_message_get_network_data (sent, &header, &body);
+  /* (an unlocked message has no network data to compare yet) */
   if (sent->locked && loader->messages == NULL && !fds &&
-      !dbus_message_contains_unix_fds (sent) &&
-      _dbus_string_get_length (header) + _dbus_string_get_length (body) ==
-      _dbus_string_get_length (&loader->data) &&
-      _dbus_list_append (&loader->messages, sent))
+      !dbus_message_contains_unix_fds (sent))
     {
-      _dbus_string_set_length (&loader->data, 0);
-      return;
+      _dbus_message_get_network_data (sent, &header, &body);
+      if (_dbus_string_get_length (header) + _dbus_string_get_length (body) ==
+          _dbus_string_get_length (&loader->data) &&
+          _dbus_list_append (&loader->messages, sent))
+        {
+          _dbus_string_set_length (&loader->data, 0);
+          return;
+        }
     }
 
   dbus_message_unref (sent);
@@ -2260,20 +2263,22 @@ authenticate_pair (DBusTransport *client,
 }
 
 /**
- * What a relay sends of @p message: its header and body, in bytes.
+ * What a relay sends of @p message: its header and body, in bytes.  The
+ * message need not be locked yet (the bridge sizes it before it is
+ * queued): locking it changes no length.
  */
 int
 _dbus_afbus_message_network_size (DBusMessage *message)
 {
-  const DBusString *header, *body;
-
-  _dbus_message_get_network_data (message, &header, &body);
-  return _dbus_string_get_length (header) + _dbus_string_get_length (body);
+  return _dbus_string_get_length (&message->header.data) +
+         _dbus_string_get_length (&message->body);
 }
 
 /**
  * Whether @p datagram is byte for byte what a relay sends of
- * @p message (its header, then its body).
+ * @p message (its header, then its body).  Never for a message that is
+ * not locked: it was not sent (the bridge remembered it, then ran out of
+ * memory before it was queued).
  */
 dbus_bool_t
 _dbus_afbus_message_is_datagram (DBusMessage      *message,
@@ -2282,6 +2287,8 @@ _dbus_afbus_message_is_datagram (DBusMessage      *message,
   const DBusString *header, *body;
   int header_len, len;
 
+  if (!message->locked)
+    return FALSE;
   _dbus_message_get_network_data (message, &header, &body);
   header_len = _dbus_string_get_length (header);
   len = _dbus_string_get_length (datagram);
