@@ -14,6 +14,7 @@
  * gives a client the master's label and an accepted socket its client's.
  */
 #include "af_bus_test.h"
+#include "af_bus_lsm.h"
 
 #include <grp.h>
 #include <sys/klog.h>
@@ -43,21 +44,7 @@ static int write_file(const char *path, const char *s)
 /* Is Smack the running LSM, with smackfs mounted (mounting it if not)? */
 static bool smack_ready(void)
 {
-	char lsm[256] = "";
-	int fd = open("/sys/kernel/security/lsm", O_RDONLY);
-
-	if (fd < 0) {
-		mkdir("/sys/kernel/security", 0755);
-		mount("securityfs", "/sys/kernel/security", "securityfs", 0,
-		      NULL);
-		fd = open("/sys/kernel/security/lsm", O_RDONLY);
-	}
-	if (fd >= 0) {
-		if (read(fd, lsm, sizeof(lsm) - 1) < 0)
-			lsm[0] = 0;
-		close(fd);
-	}
-	if (!strstr(lsm, "smack"))
+	if (!lsm_running("smack"))
 		return false;
 	if (access(SMACKFS "/load2", W_OK)) {
 		mkdir(SMACKFS, 0755);
@@ -186,29 +173,17 @@ static int wait_child(pid_t pid)
 	return WEXITSTATUS(status);
 }
 
-static void expect_label(struct __test_metadata *_metadata, int fd,
-			 const char *want)
-{
-	char label[256];
-	socklen_t len = sizeof(label);
-
-	memset(label, 0, sizeof(label));
-	ASSERT_OK(getsockopt(fd, SOL_SOCKET, SO_PEERSEC, label, &len));
-	ASSERT_EQ(strlen(want) + 1, len);
-	ASSERT_STREQ(want, label);
-}
-
 TEST_F(lsm, peer_labels)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
 	SMACK_REQUIRED();
-	expect_label(_metadata, self->a.cfd, LABEL_M);
-	expect_label(_metadata, self->a.afd, LABEL_A);
-	expect_label(_metadata, self->b.cfd, LABEL_M);
-	expect_label(_metadata, self->b.afd, LABEL_B);
-	expect_label(_metadata, self->c.afd, LABEL_C);
+	expect_peersec(_metadata, self->a.cfd, LABEL_M);
+	expect_peersec(_metadata, self->a.afd, LABEL_A);
+	expect_peersec(_metadata, self->b.cfd, LABEL_M);
+	expect_peersec(_metadata, self->b.afd, LABEL_B);
+	expect_peersec(_metadata, self->c.afd, LABEL_C);
 	/* and SO_PEERCRED on both ends */
 	ASSERT_OK(getsockopt(self->a.afd, SOL_SOCKET, SO_PEERCRED, &cred, &len));
 	ASSERT_EQ(getpid(), cred.pid);

@@ -26,6 +26,7 @@
  *  - SO_PEERSEC gives each end of a connection the other's context.
  */
 #include "af_bus_test.h"
+#include "af_bus_lsm.h"
 
 #include <sys/klog.h>
 #include <sys/mount.h>
@@ -93,15 +94,7 @@ static void read_line(const char *path, char *buf, size_t size)
 /* Is SELinux the running LSM, with selinuxfs mounted (mounting it if not)? */
 static bool selinux_ready(void)
 {
-	char lsm[256];
-
-	if (access("/sys/kernel/security/lsm", R_OK)) {
-		mkdir("/sys/kernel/security", 0755);
-		mount("securityfs", "/sys/kernel/security", "securityfs", 0,
-		      NULL);
-	}
-	read_line("/sys/kernel/security/lsm", lsm, sizeof(lsm));
-	if (!strstr(lsm, "selinux"))
+	if (!lsm_running("selinux"))
 		return false;
 	if (access(SELINUXFS "/load", W_OK))
 		mount("selinuxfs", SELINUXFS, "selinuxfs", 0, NULL);
@@ -268,27 +261,15 @@ FIXTURE_TEARDOWN(selinux)
 		SKIP(return, "SELinux is not the running LSM");		\
 } while (0)
 
-static void expect_peer(struct __test_metadata *_metadata, int fd,
-			const char *want)
-{
-	char ctx[256];
-	socklen_t len = sizeof(ctx);
-
-	memset(ctx, 0, sizeof(ctx));
-	ASSERT_OK(getsockopt(fd, SOL_SOCKET, SO_PEERSEC, ctx, &len));
-	ASSERT_EQ(strlen(want) + 1, len);
-	ASSERT_STREQ(want, ctx);
-}
-
 /* Each end of a connection has the other's context, in either class. */
 TEST_F(selinux, peer_contexts)
 {
 	SELINUX_REQUIRED();
-	expect_peer(_metadata, self->a.cfd, CTX_MASTER);
-	expect_peer(_metadata, self->a.afd, CTX_A);
-	expect_peer(_metadata, self->b.cfd, CTX_MASTER);
-	expect_peer(_metadata, self->b.afd, CTX_B);
-	expect_peer(_metadata, self->c.afd, CTX_C);
+	expect_peersec(_metadata, self->a.cfd, CTX_MASTER);
+	expect_peersec(_metadata, self->a.afd, CTX_A);
+	expect_peersec(_metadata, self->b.cfd, CTX_MASTER);
+	expect_peersec(_metadata, self->b.afd, CTX_B);
+	expect_peersec(_metadata, self->c.afd, CTX_C);
 }
 
 /*
@@ -388,7 +369,7 @@ TEST_F(selinux, connect_admitted_in_class)
 	SELINUX_REQUIRED();
 	ASSERT_EQ(0, connect_as(self, variant->admitted, &c));
 	fd = bus_accept(_metadata, self->m);
-	expect_peer(_metadata, fd, variant->admitted);
+	expect_peersec(_metadata, fd, variant->admitted);
 	close(fd);
 	ASSERT_EQ(0, connect_end(&c));
 }

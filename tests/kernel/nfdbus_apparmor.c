@@ -29,6 +29,7 @@
  *   afbus_deaf     may send anything and receive nothing
  */
 #include "nfdbus_test.h"
+#include "af_bus_lsm.h"
 
 #include <pthread.h>
 #include <sys/klog.h>
@@ -94,21 +95,7 @@ static const char *parser(void)
 /* Is AppArmor the running LSM with apparmorfs, and the parser there? */
 static bool apparmor_ready(void)
 {
-	char lsm[256] = "";
-	int fd = open("/sys/kernel/security/lsm", O_RDONLY);
-
-	if (fd < 0) {
-		mkdir("/sys/kernel/security", 0755);
-		mount("securityfs", "/sys/kernel/security", "securityfs", 0,
-		      NULL);
-		fd = open("/sys/kernel/security/lsm", O_RDONLY);
-	}
-	if (fd >= 0) {
-		if (read(fd, lsm, sizeof(lsm) - 1) < 0)
-			lsm[0] = 0;
-		close(fd);
-	}
-	return strstr(lsm, "apparmor") &&
+	return lsm_running("apparmor") &&
 	       !access("/sys/kernel/security/apparmor/features/dbus/mask",
 		       R_OK) &&
 	       !access(parser(), X_OK);
