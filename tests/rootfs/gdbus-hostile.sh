@@ -70,11 +70,14 @@ for member, sig, args in (
 print('forger', bus.get_unique_name(), ' '.join(results), flush=True)
 EOF
 
-# forged: a GDBus caller's Slow call (2 s); meanwhile the forger (as
+# forged: a GDBus caller's Slow call (8 s); meanwhile the forger (as
 # uid 65534) sends the caller the daemon's signals; prints the caller's
-# output and the forger's.
+# output and the forger's.  The call outlasts the forger's start: on a
+# loaded host python3 and dbus take seconds to load, and a forger that
+# found the caller gone (2 s once) sent through the daemon, which
+# refuses the interface too, so the kernel's counter did not move.
 forged() {
-	$GD $GPY slowcall "$AF" "$svc" 2000 >/tmp/gh-caller.out 2>&1 &
+	$GD $GPY slowcall "$AF" "$svc" 8000 >/tmp/gh-caller.out 2>&1 &
 	_caller=$!
 	wait_for_line /tmp/gh-caller.out '^caller '
 	_c=$(sed -n 's/^caller //p' /tmp/gh-caller.out)
