@@ -274,28 +274,21 @@ dispatch_status (DBusConnection     *connection,
  * as an unrequested one, and a forwarded call waits for its timeout in
  * the daemon's books (the caller has its reply).
  */
-/* The connection of @message's sender (by its unique name only, not a
- * well-known one it owns), or NULL if it has left. */
-static DBusConnection *
-peer_of (LegacyPair  *legacy,
-         DBusMessage *message)
-{
-  const char *sender = dbus_message_get_sender (message);
-
-  return sender != NULL && sender[0] == ':' ?
-         bus_afbus_owner (legacy->context, sender) : NULL;
-}
-
 static void
-peer_message (LegacyPair     *legacy,
-              DBusConnection *peer,
-              DBusMessage    *message)
+peer_message (LegacyPair  *legacy,
+              DBusMessage *message)
 {
   BusConnections *connections = bus_context_get_connections (legacy->context);
   BusTransaction *transaction;
+  DBusConnection *peer;
   DBusError error = DBUS_ERROR_INIT;
   dbus_bool_t ok = FALSE;
+  const char *sender;
 
+  /* only the sender's unique name, not a well-known one it owns */
+  sender = dbus_message_get_sender (message);
+  peer = sender != NULL && sender[0] == ':' ?
+         bus_afbus_owner (legacy->context, sender) : NULL;
   if (peer == NULL)
     return;     /* gone already: nobody to reply to */
 
@@ -345,13 +338,15 @@ refuse (LegacyPair      *legacy,
   BusTransaction *transaction;
   DBusConnection *peer;
   DBusMessage *reply = NULL;
+  const char *sender = dbus_message_get_sender (message);
   dbus_uint64_t addr;
   dbus_bool_t ok;
 
   _dbus_verbose ("AF_BUS legacy: a message for %s not delivered: %s\n",
                  bus_connection_get_name (legacy->connection), error->name);
 
-  peer = peer_of (legacy, message);
+  peer = sender != NULL && sender[0] == ':' ?
+         bus_afbus_owner (legacy->context, sender) : NULL;
   if (peer == NULL || legacy->name == NULL ||
       dbus_message_get_destination (message) == NULL ||
       !_dbus_afbus_message_get_addr (message, &addr))
@@ -404,10 +399,13 @@ static dbus_bool_t
 legacy_matches (LegacyPair  *legacy,
                 DBusMessage *message)
 {
+  const char *sender = dbus_message_get_sender (message);
   DBusList *recipients = NULL;
-  DBusConnection *peer = peer_of (legacy, message);
+  DBusConnection *peer;
   dbus_bool_t found;
 
+  peer = sender != NULL && sender[0] == ':' ?
+         bus_afbus_owner (legacy->context, sender) : NULL;
   if (!bus_matchmaker_get_recipients (bus_context_get_matchmaker (legacy->context),
                                       bus_context_get_connections (legacy->context),
                                       peer, NULL, message, &recipients))
@@ -434,16 +432,21 @@ legacy_matches (LegacyPair  *legacy,
  * a gap doc/security.md names.
  */
 static dbus_bool_t
-lsm_allows (LegacyPair     *legacy,
-            DBusConnection *peer,
-            DBusMessage    *message,
-            DBusError      *error)
+lsm_allows (LegacyPair  *legacy,
+            DBusMessage *message,
+            DBusError   *error)
 {
+  const char *sender = dbus_message_get_sender (message);
   const char *dest = dbus_message_get_destination (message);
   int type = dbus_message_get_type (message);
+  DBusConnection *peer;
 
-  if (peer == NULL ||
-      (!bus_apparmor_enabled () && !bus_selinux_enabled ()))
+  if (!bus_apparmor_enabled () && !bus_selinux_enabled ())
+    return TRUE;
+
+  peer = sender != NULL && sender[0] == ':' ?
+         bus_afbus_owner (legacy->context, sender) : NULL;
+  if (peer == NULL)
     return TRUE;
 
   return bus_selinux_allows_send (peer, legacy->connection,
@@ -462,8 +465,7 @@ lsm_allows (LegacyPair     *legacy,
                               dbus_message_get_member (message),
                               dbus_message_get_error_name (message),
                               dest != NULL ? dest : DBUS_SERVICE_DBUS,
-                              dbus_message_get_sender (message), NULL,
-                              error);
+                              sender, NULL, error);
 }
 
 /* Everything C1 reads goes to the legacy client (but multicasts its
@@ -478,7 +480,6 @@ client_filter (DBusConnection *client,
   DBusPreallocatedSend *preallocated;
   DBusError error = DBUS_ERROR_INIT;
   DBusHandlerResult result;
-  DBusConnection *peer_conn;
   dbus_bool_t from_peer;
   dbus_uint64_t peer;
 
@@ -507,8 +508,7 @@ client_filter (DBusConnection *client,
       dbus_message_get_destination (message) == NULL &&
       !legacy_matches (legacy, message))
     return DBUS_HANDLER_RESULT_HANDLED;
-  peer_conn = from_peer ? peer_of (legacy, message) : NULL;
-  if (from_peer && !lsm_allows (legacy, peer_conn, message, &error))
+  if (from_peer && !lsm_allows (legacy, message, &error))
     {
       result = refuse (legacy, message, &error);
       dbus_error_free (&error);
@@ -520,7 +520,7 @@ client_filter (DBusConnection *client,
     return DBUS_HANDLER_RESULT_NEED_MEMORY;
 
   if (from_peer)
-    peer_message (legacy, peer_conn, message);
+    peer_message (legacy, message);
 
   dbus_connection_send_preallocated (legacy->connection, preallocated,
                                      message, NULL);
