@@ -274,21 +274,28 @@ dispatch_status (DBusConnection     *connection,
  * as an unrequested one, and a forwarded call waits for its timeout in
  * the daemon's books (the caller has its reply).
  */
+/* The connection of @message's sender (by its unique name only, not a
+ * well-known one it owns), or NULL if it has left. */
+static DBusConnection *
+peer_of (LegacyPair  *legacy,
+         DBusMessage *message)
+{
+  const char *sender = dbus_message_get_sender (message);
+
+  return sender != NULL && sender[0] == ':' ?
+         bus_afbus_owner (legacy->context, sender) : NULL;
+}
+
 static void
-peer_message (LegacyPair  *legacy,
-              DBusMessage *message)
+peer_message (LegacyPair     *legacy,
+              DBusConnection *peer,
+              DBusMessage    *message)
 {
   BusConnections *connections = bus_context_get_connections (legacy->context);
   BusTransaction *transaction;
-  DBusConnection *peer;
   DBusError error = DBUS_ERROR_INIT;
   dbus_bool_t ok = FALSE;
-  const char *sender;
 
-  /* only the sender's unique name, not a well-known one it owns */
-  sender = dbus_message_get_sender (message);
-  peer = sender != NULL && sender[0] == ':' ?
-         bus_afbus_owner (legacy->context, sender) : NULL;
   if (peer == NULL)
     return;     /* gone already: nobody to reply to */
 
@@ -338,15 +345,13 @@ refuse (LegacyPair      *legacy,
   BusTransaction *transaction;
   DBusConnection *peer;
   DBusMessage *reply = NULL;
-  const char *sender = dbus_message_get_sender (message);
   dbus_uint64_t addr;
   dbus_bool_t ok;
 
   _dbus_verbose ("AF_BUS legacy: a message for %s not delivered: %s\n",
                  bus_connection_get_name (legacy->connection), error->name);
 
-  peer = sender != NULL && sender[0] == ':' ?
-         bus_afbus_owner (legacy->context, sender) : NULL;
+  peer = peer_of (legacy, message);
   if (peer == NULL || legacy->name == NULL ||
       dbus_message_get_destination (message) == NULL ||
       !_dbus_afbus_message_get_addr (message, &addr))
@@ -399,13 +404,10 @@ static dbus_bool_t
 legacy_matches (LegacyPair  *legacy,
                 DBusMessage *message)
 {
-  const char *sender = dbus_message_get_sender (message);
   DBusList *recipients = NULL;
-  DBusConnection *peer;
+  DBusConnection *peer = peer_of (legacy, message);
   dbus_bool_t found;
 
-  peer = sender != NULL && sender[0] == ':' ?
-         bus_afbus_owner (legacy->context, sender) : NULL;
   if (!bus_matchmaker_get_recipients (bus_context_get_matchmaker (legacy->context),
                                       bus_context_get_connections (legacy->context),
                                       peer, NULL, message, &recipients))
@@ -432,21 +434,16 @@ legacy_matches (LegacyPair  *legacy,
  * a gap doc/security.md names.
  */
 static dbus_bool_t
-lsm_allows (LegacyPair  *legacy,
-            DBusMessage *message,
-            DBusError   *error)
+lsm_allows (LegacyPair     *legacy,
+            DBusConnection *peer,
+            DBusMessage    *message,
+            DBusError      *error)
 {
-  const char *sender = dbus_message_get_sender (message);
   const char *dest = dbus_message_get_destination (message);
   int type = dbus_message_get_type (message);
-  DBusConnection *peer;
 
-  if (!bus_apparmor_enabled () && !bus_selinux_enabled ())
-    return TRUE;
-
-  peer = sender != NULL && sender[0] == ':' ?
-         bus_afbus_owner (legacy->context, sender) : NULL;
-  if (peer == NULL)
+  if (peer == NULL ||
+      (!bus_apparmor_enabled () && !bus_selinux_enabled ()))
     return TRUE;
 
   return bus_selinux_allows_send (peer, legacy->connection,
@@ -465,7 +462,8 @@ lsm_allows (LegacyPair  *legacy,
                               dbus_message_get_member (message),
                               dbus_message_get_error_name (message),
                               dest != NULL ? dest : DBUS_SERVICE_DBUS,
-                              sender, NULL, error);
+                              dbus_message_get_sender (message), NULL,
+                              error);
 }
 
 /* Everything C1 reads goes to the legacy client (but multicasts its
@@ -480,6 +478,7 @@ client_filter (DBusConnection *client,
   DBusPreallocatedSend *preallocated;
   DBusError error = DBUS_ERROR_INIT;
   DBusHandlerResult result;
+  DBusConnection *peer_conn;
   dbus_bool_t from_peer;
   dbus_uint64_t peer;
 
@@ -508,7 +507,8 @@ client_filter (DBusConnection *client,
       dbus_message_get_destination (message) == NULL &&
       !legacy_matches (legacy, message))
     return DBUS_HANDLER_RESULT_HANDLED;
-  if (from_peer && !lsm_allows (legacy, message, &error))
+  peer_conn = from_peer ? peer_of (legacy, message) : NULL;
+  if (from_peer && !lsm_allows (legacy, peer_conn, message, &error))
     {
       result = refuse (legacy, message, &error);
       dbus_error_free (&error);
@@ -520,7 +520,7 @@ client_filter (DBusConnection *client,
     return DBUS_HANDLER_RESULT_NEED_MEMORY;
 
   if (from_peer)
-    peer_message (legacy, message);
+    peer_message (legacy, peer_conn, message);
 
   dbus_connection_send_preallocated (legacy->connection, preallocated,
                                      message, NULL);
