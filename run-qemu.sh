@@ -101,6 +101,10 @@
 #   AFBUS_SYSTEM=0|1        run the system guest's tests in a --check run
 #                           (default: 1, and 0 with --debug)
 #   AFBUS_SYSTEM_TIMEOUT=900  seconds before a system guest is declared hung
+#   AFBUS_PREBUILD_DEBUG=1  a --check run also builds the debug kernel, beside
+#                           its guests at nice 19 (the system guest's image
+#                           is always built that way): for a --debug --check
+#                           run that follows (.ci/run)
 #   AFBUS_SYSTEM_DEB_PROFILES="noudeb nodoc noinsttest"
 #                           the build profiles of the fork's packages the
 #                           system guest builds when `make debs` is stale
@@ -460,6 +464,73 @@ system_build() {
 }
 SYSTEM_TIMEOUT=${AFBUS_SYSTEM_TIMEOUT:-900}
 
+# The builds a --check needs only after its busybox guest, started beside
+# that guest at the lowest CPU priority (nice 19): the guest keeps the CPU
+# it uses and the builds take what it leaves, which on 2 cores is most of
+# one.  First the system guest's (system_build), then, with
+# AFBUS_PREBUILD_DEBUG=1 (.ci/run, whose next run is --debug --check), the
+# debug kernel and its modules.  Their output goes to logs in build/,
+# printed when they are waited for.
+BG_PID=
+BG_SYSTEM_LOG=$AFBUS_BUILD/background-system.log
+BG_SYSTEM_RC=$AFBUS_BUILD/background-system.rc
+BG_DEBUG_LOG=$AFBUS_BUILD/background-debug.log
+background_builds() {
+	rm -f "$BG_SYSTEM_RC" "$BG_DEBUG_LOG"
+	msg "building beside the guest at nice 19: the system guest's image" \
+		"(log: $BG_SYSTEM_LOG)$([ "${AFBUS_PREBUILD_DEBUG:-0}" = 1 ] &&
+			echo ", then the debug kernel (log: $BG_DEBUG_LOG)")"
+	# its own process group (set -m), which kill_background stops
+	set -m
+	(
+		renice -n 19 -p "$BASHPID" >/dev/null
+		rc=0
+		system_build >"$BG_SYSTEM_LOG" 2>&1 || rc=$?
+		echo "$rc" >"$BG_SYSTEM_RC"
+		[ "${AFBUS_PREBUILD_DEBUG:-0}" = 1 ] || exit 0
+		{ "$AFBUS_TOP/build-aux/kernel-build.sh" --debug &&
+		  "$AFBUS_TOP/build-aux/kernel-modules.sh" --debug; } >"$BG_DEBUG_LOG" 2>&1
+	) </dev/null &
+	BG_PID=$!
+	set +m
+	trap kill_background EXIT
+}
+
+# kill_background: a run that ends early (an error, ^C) stops them.
+kill_background() {
+	[ -z "$BG_PID" ] || kill -TERM -- "-$BG_PID" 2>/dev/null || true
+}
+
+# wait_system_build: the system guest's build, in the background or now;
+# its status.
+wait_system_build() {
+	local rc=0
+	if [ -z "$BG_PID" ]; then
+		system_build
+		return
+	fi
+	msg "waiting for the system guest's build (log: $BG_SYSTEM_LOG)"
+	while [ ! -s "$BG_SYSTEM_RC" ] && kill -0 "$BG_PID" 2>/dev/null; do
+		sleep 2
+	done
+	cat "$BG_SYSTEM_LOG" >&2
+	rc=$(cat "$BG_SYSTEM_RC" 2>/dev/null || echo 1)
+	return "$rc"
+}
+
+# wait_background: the rest (the debug kernel), before the run ends.
+wait_background() {
+	local rc=0
+	[ -n "$BG_PID" ] || return 0
+	kill -0 "$BG_PID" 2>/dev/null &&
+		msg "waiting for the debug kernel's build (log: $BG_DEBUG_LOG)"
+	wait "$BG_PID" || rc=$?
+	BG_PID=
+	[ ! -f "$BG_DEBUG_LOG" ] || cat "$BG_DEBUG_LOG" >&2
+	# not a test: the debug run that follows builds it again and fails there
+	[ "$rc" = 0 ] || msg "the debug kernel's build failed (log: $BG_DEBUG_LOG)"
+}
+
 # --debug: the debug kernel and its defaults.
 use_debug_kernel() {
 	KERNEL=$KERNEL_OBJ_DEBUG/arch/x86/boot/bzImage
@@ -690,6 +761,10 @@ main() {
 	[ -f "$KERNEL" ] || die "no kernel at $KERNEL"
 	[ -f "$INITRAMFS" ] || die "no initramfs at $INITRAMFS"
 	with_kernel_modules
+	if [ "$mode" = check ] && [ "${AFBUS_SKIP_BUILD:-0}" != 1 ] &&
+	   [ "${AFBUS_SYSTEM:-$((1 - debug))}" = 1 ]; then
+		background_builds
+	fi
 
 	if [ "$mode" = shell ]; then
 		run_qemu shell
@@ -726,7 +801,7 @@ main() {
 		skipped=$((skipped + 1))
 	fi
 	if [ "${AFBUS_SYSTEM:-$((1 - debug))}" = 1 ]; then
-		if system_build; then
+		if wait_system_build; then
 			system_check afbus
 			system_check stock
 		else
@@ -737,6 +812,7 @@ main() {
 		echo "skip - the system guest's tests (AFBUS_SYSTEM=0)"
 		skipped=$((skipped + 1))
 	fi
+	wait_background
 	final_line
 }
 
