@@ -424,7 +424,9 @@ system_qemu() {
 		append="$append $SYSTEM_BENCH_APPEND systemd.mask=serial-getty@ttyS0.service"
 	rm -f "$LOG"
 	console_args
-	accel_args
+	# TCG (AFBUS_KVM is not for the system guest), deterministic with ICOUNT
+	ACCEL=(-accel tcg -cpu qemu64,+rdrand)
+	[ -z "$ICOUNT" ] || accel_args
 	"$@" qemu-system-x86_64 "${ACCEL[@]}" -smp "$CPUS" -m "$MEM" \
 		"${CONSOLE[@]}" -kernel "$SYSTEM_BOOT/vmlinuz-$kind" -initrd "$SYSTEM_BOOT/initrd.img-$kind" \
 		-drive "file=$SYSTEM_IMG,format=raw,if=virtio,snapshot=on" \
