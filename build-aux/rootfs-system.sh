@@ -250,8 +250,8 @@ install_bench() {
 	local p version
 	cp "$BROKER_DEB" "$TREE/tmp/"
 	chroot "$TREE" sh -c "dpkg -i /tmp/${BROKER_DEB##*/} &&
-		deb-systemd-helper disable dbus-broker.service &&
-		deb-systemd-helper --user disable dbus-broker.service" >>"$LOG" 2>&1 ||
+		systemctl disable dbus-broker.service &&
+		systemctl --global disable dbus-broker.service" >>"$LOG" 2>&1 ||
 		die "installing dbus-broker failed (see $LOG)"
 	rm -f "$TREE/tmp/${BROKER_DEB##*/}"
 	[ ! -e "$TREE/etc/systemd/system/dbus.service" ] && [ ! -e "$TREE/etc/systemd/user/dbus.service" ] ||
