@@ -42,6 +42,11 @@ ROWS = [
     ("clients_cpu_ms", "clients CPU (ms)"),
     ("commands_cpu_ms", "  commands (ms)"),
     ("services_cpu_ms", "  services (ms)"),
+    ("init_cpu_ms", "    PID 1 (ms)"),
+    ("systemd-logind_cpu_ms", "    logind (ms)"),
+    ("systemd-hostnamed_cpu_ms", "    hostnamed (ms)"),
+    ("systemd-timedated_cpu_ms", "    timedated (ms)"),
+    ("polkit_cpu_ms", "    polkitd (ms)"),
     ("other_cpu_ms", "other CPU (ms)"),
     ("busy_ms", "guest CPU, all (ms)"),
 ]
@@ -75,6 +80,10 @@ def read_log(path):
     for i in res["info"]:
         if " connections " in i:
             res["connections"] = fields(i.split(" connections ", 1)[1])
+        elif " services_cpu_ms " in i:
+            # each service's part (run-system-bench: by cgroup)
+            for k, v in fields(i.split(" services_cpu_ms ", 1)[1]).items():
+                fig[k + "_cpu_ms"] = float(v)
     return res
 
 
