@@ -138,7 +138,7 @@
 #   AFBUS_BENCH_INITRAMFS=FILE  --bench, --profile: boot this initramfs (a
 #                           saved build/initramfs-bench.cpio.gz) instead of
 #                           building it: the same user space for two kernels
-#   AFBUS_BENCH_SYSBUS=fork,debian,broker, AFBUS_BENCH_ROUNDS=20,
+#   AFBUS_BENCH_SYSBUS=fork,bridge,debian,broker, AFBUS_BENCH_ROUNDS=20,
 #   AFBUS_BENCH_SYSTEM_JOBS=1, AFBUS_BENCH_SYSTEM_TIMEOUT=3600,
 #   AFBUS_BENCH_SYSTEM_DIR=build/bench-system
 #                           --system --bench: the daemons measured, the
@@ -525,7 +525,7 @@ run_system_bench() {
 	[ "${AFBUS_KVM:-0}" != 1 ] || die "the deterministic mode needs TCG (AFBUS_KVM=1 is set)"
 	mkdir -p "$SYSTEM_BENCH_DIR"
 	CPUS=1 ICOUNT=$ICOUNT_OPTS
-	for sysbus in $(echo "${AFBUS_BENCH_SYSBUS:-fork,debian,broker}" | tr , ' '); do
+	for sysbus in $(echo "${AFBUS_BENCH_SYSBUS:-fork,bridge,debian,broker}" | tr , ' '); do
 		system_bench_guest "$sysbus" &
 		pids+=($!)
 		logs+=("$sysbus=$SYSTEM_BENCH_DIR/guest-$sysbus.log")

@@ -6,13 +6,13 @@ Usage: bench-system-report.py OUT-DIR SYSBUS=GUEST-LOG...
 
 SYSBUS is the daemon of the system bus in that boot of the system guest
 (run-qemu.sh --system --bench; tests/bench/system/): "fork" (the fork's
-dbus-daemon), "debian" (Debian's dbus-daemon and libdbus) or "broker"
+dbus-daemon), "bridge" (the same, every client bridged), "debian" (Debian's dbus-daemon and libdbus) or "broker"
 (Debian's dbus-broker), each booted in the deterministic mode (QEMU
 -icount: guest time is the instruction count, 1 ns each).  The guest
 prints one line of figures, "afbus-bench: bench=system bus=SYSBUS ...",
 "afbus-bench-info: ..." lines, and "afbus-bench-fail: ..." when the
 workload or the set-up failed.  This writes OUT-DIR/results.json (every
-figure, the ratios fork/dbus-daemon and fork/dbus-broker, the guests'
+figure, the ratios fork/dbus-daemon and fork/dbus-broker (and bridge/...), the guests'
 info, "sources": the hash of the measured sources, tests/bench/bench-fresh
 sources --system) and OUT-DIR/table.txt, and prints the table.  Exit
 status 1 when a boot failed or printed no figures.
@@ -24,11 +24,14 @@ import os
 import subprocess
 import sys
 
-ORDER = ["fork", "debian", "broker"]
-SHORT = {"fork": "fork", "debian": "daemon", "broker": "broker"}
+ORDER = ["fork", "bridge", "debian", "broker"]
+SHORT = {"fork": "fork", "bridge": "bridged", "debian": "daemon", "broker": "broker"}
+OURS = ["fork", "bridge"]
 BUSES = {
     "fork": "the fork's dbus-daemon (1.14.10-1~deb12u1+afbus1, its packages as installed):"
             " afbus: and the unix socket, legacy clients bridged",
+    "bridge": "the same fork's dbus-daemon with its AF_BUS bus file out of the clients' sight:"
+              " every client on the unix socket, bridged onto the AF_BUS bus (legacy clients)",
     "debian": "Debian's dbus-daemon and libdbus 1.14.10-1~deb12u1 (unpacked under /opt/debian),"
               " the unix socket",
     "broker": "Debian's dbus-broker (dbus-broker-launch and dbus-broker), the unix socket",
@@ -105,18 +108,20 @@ def fmt(v):
 
 def table(results, rounds):
     buses = [b for b in ORDER if b in results] + [b for b in results if b not in ORDER]
-    refs = [b for b in ("debian", "broker") if b in results and "fork" in results]
+    refs = [(o, b) for o in OURS for b in ("debian", "broker") if b in results and o in results]
     lines = [HEADER]
     host = ", ".join("%s %s s" % (SHORT.get(b, b), results[b]["host"].get("wall_seconds", "?"))
                      for b in buses)
     kernel = sorted({results[b]["host"].get("kernel", "?") for b in buses})
     lines.append("Kernel %s (the AF_BUS kernel package) in every boot; %s rounds of the workload"
                  " after one to warm up; host time per boot: %s" % (", ".join(kernel), rounds, host))
-    lines.append("System bus: fork = the fork's dbus-daemon; daemon = Debian's dbus-daemon and"
-                 " libdbus; broker = Debian's dbus-broker.  Clients: the image's own in all three.")
+    lines.append("System bus: fork = the fork's dbus-daemon (clients native where their library"
+                 " speaks afbus:); bridged = the same, every client on unix: and bridged;"
+                 " daemon = Debian's dbus-daemon and libdbus; broker = Debian's dbus-broker."
+                 "  Clients: the image's own in every boot.")
     w0, w = 38, 12
     head = "%-*s" % (w0, "") + "".join("%*s" % (w, SHORT.get(b, b)) for b in buses)
-    head += "".join("%*s" % (w, "fork/" + SHORT[r]) for r in refs)
+    head += "".join("%*s" % (w, "%s/%s" % (SHORT[o][:4], SHORT[r])) for o, r in refs)
     lines.append(head)
     ratios = {}
     for key, label in ROWS:
@@ -124,10 +129,10 @@ def table(results, rounds):
         if all(v is None for v in vals):
             continue
         row = "%-*s" % (w0, label) + "".join("%*s" % (w, fmt(v)) for v in vals)
-        for r in refs:
-            a, b = results["fork"]["figures"].get(key), results[r]["figures"].get(key)
+        for o, r in refs:
+            a, b = results[o]["figures"].get(key), results[r]["figures"].get(key)
             q = a / b if a is not None and b else None
-            ratios.setdefault("fork/" + r, {})[key] = q
+            ratios.setdefault("%s/%s" % (o, r), {})[key] = q
             row += "%*s" % (w, "-" if q is None else "%.2f" % q)
         lines.append(row)
     row = "%-*s" % (w0, "connections: native/bridged/names")
