@@ -51,6 +51,15 @@
 #                           build-aux/bench-report.py writes
 #                           build/bench/results.json and the plots and
 #                           prints the tables
+#   ./run-qemu.sh --system --bench
+#                           the whole-system measure (`make bench-system`;
+#                           doc/benchmarks.md): the system guest booted once
+#                           per daemon of the system bus (the fork's,
+#                           Debian's dbus-daemon, dbus-broker), in the
+#                           deterministic mode, each running the same
+#                           workload (tests/bench/system/), then
+#                           build-aux/bench-system-report.py writes
+#                           build/bench-system/results.json and prints the table
 #   ./run-qemu.sh --upstream
 #                           upstream D-Bus' modular tests (GLib), built from
 #                           the fork (build-aux/dbus-check.sh --pack), in the
@@ -133,6 +142,14 @@
 #   AFBUS_BENCH_INITRAMFS=FILE  --bench, --profile: boot this initramfs (a
 #                           saved build/initramfs-bench.cpio.gz) instead of
 #                           building it: the same user space for two kernels
+#   AFBUS_BENCH_SYSBUS=fork,bridge,debian,broker, AFBUS_BENCH_ROUNDS=20,
+#   AFBUS_BENCH_SYSTEM_JOBS=1, AFBUS_BENCH_SYSTEM_TIMEOUT=3600,
+#   AFBUS_BENCH_SYSTEM_DIR=build/bench-system
+#                           --system --bench: the daemons measured, the
+#                           workload's rounds, how many guests run at once
+#                           (each is one host thread; the figures do not
+#                           depend on it), seconds before one is declared
+#                           hung, where the logs and results go
 set -eu
 . "$(dirname "$0")/build-aux/common.sh"
 
@@ -189,6 +206,20 @@ console_args() {
 		-serial chardev:console -mon chardev=console)
 }
 
+# accel_args: ACCEL, QEMU's accelerator and CPU options: TCG, KVM with
+# AFBUS_KVM=1, or the deterministic mode of the benchmarks when ICOUNT is
+# set: guest time is the instruction count (1 ns each), never the host's
+# clock, and an idle guest jumps to its next timer; its random numbers
+# (RDRAND, virtio-rng's built-in source) come from a seeded generator and
+# its real-time clock starts at a fixed date, so that two boots run the
+# same instructions.
+accel_args() {
+	ACCEL=(-accel tcg -cpu qemu64,+rdrand)
+	[ "${AFBUS_KVM:-0}" = 1 ] && ACCEL=(-accel kvm -cpu host)
+	[ -z "$ICOUNT" ] || ACCEL=(-accel tcg -icount "$ICOUNT" -cpu qemu64,+rdrand
+		-seed 1 -rtc base=2026-01-01T00:00:00,clock=vm)
+}
+
 # run_qemu MODE [WRAPPER...]: boot the guest (through WRAPPER, such as
 # `timeout N`); the serial console is on stdio and also logged to $LOG.
 run_qemu() {
@@ -196,16 +227,9 @@ run_qemu() {
 	# would otherwise become ready only tens of seconds into the tests,
 	# and its static key flip then races with running tasks under TCG
 	# (an int3 oops in crng_make_state() was seen).
-	local mode=$1 accel=(-accel tcg -cpu qemu64,+rdrand) disk=() append=
+	local mode=$1 disk=() append=
 	shift
-	[ "${AFBUS_KVM:-0}" = 1 ] && accel=(-accel kvm -cpu host)
-	# the deterministic mode of the benchmarks: guest time is the
-	# instruction count (1 ns each), never the host's clock, and an
-	# idle guest jumps to its next timer; its random numbers (RDRAND)
-	# come from a seeded generator and its real-time clock starts at a
-	# fixed date, so that two boots run the same instructions
-	[ -n "$ICOUNT" ] && accel=(-accel tcg -icount "$ICOUNT" -cpu qemu64,+rdrand
-		-seed 1 -rtc base=2026-01-01T00:00:00,clock=vm)
+	accel_args
 	[ -n "$OUT_DISK" ] && disk+=(-drive "file=$OUT_DISK,format=raw,if=virtio")
 	# snapshot=on: the guest's writes go to a temporary file, never the image
 	if [ -n "$ROOTFS" ]; then
@@ -218,7 +242,7 @@ run_qemu() {
 	fi
 	rm -f "$LOG"
 	console_args
-	"$@" qemu-system-x86_64 "${accel[@]}" -smp "$CPUS" -m "$MEM" "${CONSOLE[@]}" \
+	"$@" qemu-system-x86_64 "${ACCEL[@]}" -smp "$CPUS" -m "$MEM" "${CONSOLE[@]}" \
 		-kernel "$KERNEL" -initrd "$INITRAMFS" ${disk[@]+"${disk[@]}"} \
 		-append "console=ttyS0 panic=-1 random.trust_cpu=on $append afbus.mode=$mode afbus.cpus=$CPUS afbus.test_timeout=$TEST_TIMEOUT afbus.fuzz_seconds=$FUZZ_SECONDS afbus.fuzz_seed=${AFBUS_FUZZ_SEED:-} afbus.stress_msgs=$STRESS_MSGS ${AFBUS_ONLY:+afbus.only=$AFBUS_ONLY} $GUEST_APPEND ${AFBUS_APPEND:-}"
 }
@@ -392,15 +416,22 @@ final_line() {
 SYSTEM_IMG=$AFBUS_BUILD/system.img
 SYSTEM_BOOT=$AFBUS_BUILD/system/boot
 
-# system_qemu afbus|stock shell|check [WRAPPER...]
+# system_qemu afbus|stock shell|check|bench [WRAPPER...]: bench takes
+# the kernel command line's afbus.sysbus= and afbus.bench_rounds= from
+# SYSTEM_BENCH_APPEND
 system_qemu() {
 	local kind=$1 mode=$2 append="root=/dev/vda rw console=ttyS0 panic=-1 random.trust_cpu=on"
 	shift 2
 	[ "$mode" = check ] &&
 		append="$append afbus.check=1 systemd.mask=serial-getty@ttyS0.service"
+	[ "$mode" = bench ] &&
+		append="$append $SYSTEM_BENCH_APPEND systemd.mask=serial-getty@ttyS0.service"
 	rm -f "$LOG"
 	console_args
-	"$@" qemu-system-x86_64 -accel tcg -cpu qemu64,+rdrand -smp "$CPUS" -m "$MEM" \
+	# TCG (AFBUS_KVM is not for the system guest), deterministic with ICOUNT
+	ACCEL=(-accel tcg -cpu qemu64,+rdrand)
+	[ -z "$ICOUNT" ] || accel_args
+	"$@" qemu-system-x86_64 "${ACCEL[@]}" -smp "$CPUS" -m "$MEM" \
 		"${CONSOLE[@]}" -kernel "$SYSTEM_BOOT/vmlinuz-$kind" -initrd "$SYSTEM_BOOT/initrd.img-$kind" \
 		-drive "file=$SYSTEM_IMG,format=raw,if=virtio,snapshot=on" \
 		-device virtio-rng-pci \
@@ -529,6 +560,56 @@ wait_background() {
 	[ ! -f "$BG_DEBUG_LOG" ] || cat "$BG_DEBUG_LOG" >&2
 	# not a test: the debug run that follows builds it again and fails there
 	[ "$rc" = 0 ] || msg "the debug kernel's build failed (log: $BG_DEBUG_LOG)"
+}
+
+# --system --bench: the whole-system measure (doc/benchmarks.md,
+# "Whole-system measure"; tests/bench/system/): the system guest on the
+# AF_BUS kernel, in the deterministic mode, booted once per daemon of the
+# system bus (afbus.sysbus=), then its report.
+SYSTEM_BENCH_DIR=${AFBUS_BENCH_SYSTEM_DIR:-$AFBUS_BUILD/bench-system}
+SYSTEM_BENCH_APPEND=
+
+# system_bench_guest SYSBUS: one boot, logged in build/bench-system/guest-SYSBUS.log;
+# fails if the guest did not finish or its kernel log has errors
+system_bench_guest() {
+	local sysbus=$1 rc=0 start bad timeout=${AFBUS_BENCH_SYSTEM_TIMEOUT:-3600}
+	LOG=$SYSTEM_BENCH_DIR/guest-$sysbus.log
+	SYSTEM_BENCH_APPEND="afbus.sysbus=$sysbus afbus.bench_rounds=${AFBUS_BENCH_ROUNDS:-20}"
+	msg "system guest, system bus $sysbus, -icount $ICOUNT, 1 CPU (log: $LOG)"
+	start=$(date +%s)
+	system_qemu afbus bench timeout --foreground -k 10 "$timeout" </dev/null >/dev/null || rc=$?
+	echo "afbus-bench-info: host mode=icount icount=$ICOUNT accel=tcg qemu_cpus=$CPUS" \
+		"wall_seconds=$(($(date +%s) - start)) kernel=$(cat "$SYSTEM_BOOT/version-afbus")" \
+		"vmlinuz=$(sha256sum "$SYSTEM_BOOT/vmlinuz-afbus" | cut -c1-12)" \
+		"image_key=$(cut -c1-12 "$SYSTEM_IMG.key")" >>"$LOG"
+	msg "system guest, system bus $sysbus: done in $(($(date +%s) - start)) s, status $rc"
+	[ "$rc" = 0 ] || { echo "run-qemu.sh: the $sysbus guest failed (status $rc; log: $LOG)" >&2; return 1; }
+	tr -d '\r' <"$LOG" | grep -qx '=== afbus: dmesg end ===' ||
+		{ echo "run-qemu.sh: the $sysbus guest did not finish (log: $LOG)" >&2; return 1; }
+	bad=$(guest_dmesg | grep -E "$BAD_KMSG" || true)
+	[ -z "$bad" ] || { echo "run-qemu.sh: the $sysbus guest's kernel log has errors ($LOG):" >&2
+		echo "$bad" | head -n 40 | sed 's/^/  /' >&2; return 1; }
+}
+
+run_system_bench() {
+	local sysbus failed=0 logs=() pids=() jobs=${AFBUS_BENCH_SYSTEM_JOBS:-1}
+	[ "${AFBUS_KVM:-0}" != 1 ] || die "the deterministic mode needs TCG (AFBUS_KVM=1 is set)"
+	mkdir -p "$SYSTEM_BENCH_DIR"
+	CPUS=1 ICOUNT=$ICOUNT_OPTS
+	for sysbus in $(echo "${AFBUS_BENCH_SYSBUS:-fork,bridge,debian,broker}" | tr , ' '); do
+		system_bench_guest "$sysbus" &
+		pids+=($!)
+		logs+=("$sysbus=$SYSTEM_BENCH_DIR/guest-$sysbus.log")
+		if [ ${#pids[@]} -ge "$jobs" ]; then
+			wait "${pids[0]}" || failed=1
+			pids=("${pids[@]:1}")
+		fi
+	done
+	for sysbus in ${pids[@]+"${pids[@]}"}; do
+		wait "$sysbus" || failed=1
+	done
+	python3 "$AFBUS_TOP/build-aux/bench-system-report.py" "$SYSTEM_BENCH_DIR" "${logs[@]}" || failed=1
+	return $failed
 }
 
 # --debug: the debug kernel and its defaults.
@@ -716,6 +797,10 @@ main() {
 		system_build
 		if [ "$mode" = shell ]; then
 			system_qemu "${AFBUS_SYSTEM_KERNEL:-afbus}" shell
+			return
+		fi
+		if [ "$mode" = bench ]; then
+			run_system_bench
 			return
 		fi
 		[ "$mode" = check ] || usage

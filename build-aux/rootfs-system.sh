@@ -26,7 +26,13 @@
 #      libsystemd and libsystemd-shared in place of Debian's, built for
 #      the base's systemd by build-aux/systemd-build.sh), and
 #      Debian's own dbus packages (from debootstrap's cache) in
-#      /var/cache/afbus/debian for the way back;
+#      /var/cache/afbus/debian for the way back; and for the whole-system
+#      measure (run-qemu.sh --system --bench, tests/bench/system/), which
+#      switches the system bus per boot (afbus.sysbus=): Debian's
+#      dbus-broker package (build-aux/bench-debs.sh), installed and then
+#      disabled (its postinst enables it), Debian's dbus-daemon and
+#      libdbus unpacked under /opt/debian, the generator that switches
+#      and the unit that measures;
 #   3. mke2fs -d of the tree, without mounting anything.
 # Both kernels and their initrds are copied out of the tree into
 # build/system/boot/ for QEMU's -kernel and -initrd: what a boot loader
@@ -59,6 +65,8 @@ TESTS=$AFBUS_TOP/tests/system
 # GDBus with the afbus: transport (build-aux/glib-build.sh)
 GLIB_STAGE=$AFBUS_BUILD/glib-stage
 GIO=usr/lib/x86_64-linux-gnu/libgio-2.0.so.0.7400.6
+# the whole-system measure's guest side
+BENCH=$AFBUS_TOP/tests/bench/system
 
 base_key() {
 	{
@@ -123,6 +131,9 @@ image_key() {
 		sha256sum "$AFBUS_TOP/build-aux/systemd-install.sh" $SDBUS_TOOLS | sed 's|  .*/|  |'
 		# GDBus with afbus: (glib/)
 		(cd "$GLIB_STAGE" && find . -type f | sort | xargs sha256sum)
+		# the whole-system measure
+		(cd "$AFBUS_TOP" && find tests/bench/system -type f | sort | xargs sha256sum)
+		sha256sum "$BROKER_DEB" | sed 's|  .*/|  |'
 	} | sha256sum | cut -d' ' -f1
 }
 
@@ -193,6 +204,7 @@ make_tree() {
 		put "$f" "/usr/local/bin/${f##*/}" 0755
 	done
 	install_gdbus
+	install_bench
 
 	# what a boot loader would load: both kernels and their initrds
 	rm -rf "$BOOT"
@@ -226,6 +238,37 @@ install_gdbus() {
 		/usr/local/bin/gdbus-testserver 0755
 }
 
+# The whole-system measure (tests/bench/system/, doc/benchmarks.md): the
+# other two daemons of the system bus, beside the fork's, which
+# afbus-sysbus-generator puts behind dbus.service when the kernel command
+# line says afbus.sysbus=debian or broker: Debian's dbus-broker package,
+# disabled again after its postinst enabled it (the fork's dbus-daemon
+# stays the system bus), and Debian's dbus-daemon and libdbus of the
+# base's version (debootstrap's packages) unpacked under /opt/debian, not
+# installed; the unit that runs the measure when afbus.sysbus= is given.
+install_bench() {
+	local p version
+	cp "$BROKER_DEB" "$TREE/tmp/"
+	chroot "$TREE" sh -c "dpkg -i /tmp/${BROKER_DEB##*/} &&
+		systemctl disable dbus-broker.service &&
+		systemctl --global disable dbus-broker.service" >>"$LOG" 2>&1 ||
+		die "installing dbus-broker failed (see $LOG)"
+	rm -f "$TREE/tmp/${BROKER_DEB##*/}"
+	[ ! -e "$TREE/etc/systemd/system/dbus.service" ] && [ ! -e "$TREE/etc/systemd/user/dbus.service" ] ||
+		die "dbus-broker is still enabled in $TREE"
+	for p in dbus-daemon libdbus-1-3; do
+		version=$(chroot "$BASE" dpkg-query -W -f '${Version}' "$p")
+		dpkg-deb -x "$(ls "$CACHE/${p}_${version}"_*.deb)" "$TREE/opt/debian" ||
+			die "no $p $version in $CACHE"
+	done
+	put "$BENCH/afbus-sysbus-generator" /usr/lib/systemd/system-generators/afbus-sysbus-generator 0755
+	put "$BENCH/run-system-bench" /usr/libexec/afbus/bench/run-system-bench 0755
+	put "$BENCH/system-workload" /usr/libexec/afbus/bench/system-workload 0755
+	put "$BENCH/afbus-system-bench.service" /etc/systemd/system/afbus-system-bench.service
+	ln -sf /etc/systemd/system/afbus-system-bench.service \
+		"$TREE/etc/systemd/system/multi-user.target.wants/"
+}
+
 main() {
 	local want size inodes
 	[ "$(cat "$DIR/base.key" 2>/dev/null)" = "$(base_key)" ] && [ -d "$BASE" ] || make_base
@@ -233,6 +276,10 @@ main() {
 	ls "$KDEBS"/linux-image-*.deb >/dev/null 2>&1 || die "no kernel package in $KDEBS (make kernel-deb)"
 	"$AFBUS_TOP/build-aux/glib-build.sh" >&2
 	PKGS=$(packages) || exit 1
+	# Debian's dbus-broker, for the whole-system measure
+	"$AFBUS_TOP/build-aux/bench-debs.sh" >/dev/null || die "build-aux/bench-debs.sh failed"
+	BROKER_DEB=$(ls "$AFBUS_BUILD"/bench-debian/debs/dbus-broker_*.deb) ||
+		die "no dbus-broker package in $AFBUS_BUILD/bench-debian/debs"
 	# sd-bus with afbus: for the very systemd the base has
 	"$AFBUS_TOP/build-aux/systemd-build.sh" \
 		--version "$(chroot "$BASE" dpkg-query -W -f '${Version}' libsystemd-shared)" >&2 ||
