@@ -161,6 +161,13 @@ bus_afbus_free (BusAfbus *afbus)
     {
       _dbus_transport_afbus_set_relay_refused_function (NULL, NULL);
       _dbus_timeout_disable (afbus->refused_timeout);
+      /* off the loop, which frees no timeout it still has */
+      if (afbus->refused_loop != NULL)
+        {
+          _dbus_loop_remove_timeout (afbus->refused_loop,
+                                     afbus->refused_timeout);
+          _dbus_loop_unref (afbus->refused_loop);
+        }
       _dbus_timeout_unref (afbus->refused_timeout);
     }
   while (afbus->refused_calls != NULL)
@@ -1052,6 +1059,9 @@ watch_refused_relays (BusContext *context,
       BUS_SET_OOM (error);
       return FALSE;
     }
+  /* bus_afbus_free() takes it off the loop, which may be unreferenced
+   * by then (bus_context_unref()) */
+  afbus->refused_loop = _dbus_loop_ref (bus_context_get_loop (context));
   _dbus_transport_afbus_set_relay_refused_function (relay_refused, afbus);
   return TRUE;
 }
