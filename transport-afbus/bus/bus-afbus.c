@@ -145,18 +145,10 @@ bus_afbus_new (void)
 void
 bus_afbus_free (BusAfbus *afbus)
 {
-  if (afbus->monitor != NULL)
-    bus_afbus_monitor_free (afbus->monitor);
-  if (afbus->legacy != NULL)
-    bus_afbus_legacy_free (afbus->legacy);
-  if (afbus->peers != NULL)
-    bus_afbus_peers_free (afbus->peers);
-  if (afbus->policy != NULL)
-    bus_afbus_policy_free (afbus->policy);
-  if (afbus->match != NULL)
-    bus_afbus_match_free (afbus->match);
-  if (afbus->names != NULL)
-    bus_afbus_names_free (afbus->names);
+  /* First, since bus_context_unref() lets go of the loop before us:
+   * the loop may go with our reference, and what it still holds
+   * (connections waiting for dispatch) with it, while the parts below
+   * are all still here. */
   if (afbus->refused_timeout != NULL)
     {
       _dbus_transport_afbus_set_relay_refused_function (NULL, NULL);
@@ -172,6 +164,18 @@ bus_afbus_free (BusAfbus *afbus)
     }
   while (afbus->refused_calls != NULL)
     refused_free (_dbus_list_pop_first (&afbus->refused_calls));
+  if (afbus->monitor != NULL)
+    bus_afbus_monitor_free (afbus->monitor);
+  if (afbus->legacy != NULL)
+    bus_afbus_legacy_free (afbus->legacy);
+  if (afbus->peers != NULL)
+    bus_afbus_peers_free (afbus->peers);
+  if (afbus->policy != NULL)
+    bus_afbus_policy_free (afbus->policy);
+  if (afbus->match != NULL)
+    bus_afbus_match_free (afbus->match);
+  if (afbus->names != NULL)
+    bus_afbus_names_free (afbus->names);
   dbus_free (afbus->skipped_listen);
   dbus_free (afbus);
 }
