@@ -72,6 +72,11 @@ struct BusAfbus
                                  *   (BusAfbusRefused), to be answered
                                  *   (bus-afbus.c) */
   DBusTimeout *refused_timeout; /**< answers them from the main loop */
+  DBusLoop *refused_loop;       /**< the loop it is on (a reference:
+                                 *   bus_context_unref() lets the
+                                 *   context's go before the BusAfbus,
+                                 *   and a timeout the loop still held
+                                 *   then would never be freed) */
 };
 
 #endif /* BUS_AFBUS_STATE_H */

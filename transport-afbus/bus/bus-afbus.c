@@ -145,6 +145,25 @@ bus_afbus_new (void)
 void
 bus_afbus_free (BusAfbus *afbus)
 {
+  /* First, since bus_context_unref() lets go of the loop before us:
+   * the loop may go with our reference, and what it still holds
+   * (connections waiting for dispatch) with it, while the parts below
+   * are all still here. */
+  if (afbus->refused_timeout != NULL)
+    {
+      _dbus_transport_afbus_set_relay_refused_function (NULL, NULL);
+      _dbus_timeout_disable (afbus->refused_timeout);
+      /* off the loop, which frees no timeout it still has */
+      if (afbus->refused_loop != NULL)
+        {
+          _dbus_loop_remove_timeout (afbus->refused_loop,
+                                     afbus->refused_timeout);
+          _dbus_loop_unref (afbus->refused_loop);
+        }
+      _dbus_timeout_unref (afbus->refused_timeout);
+    }
+  while (afbus->refused_calls != NULL)
+    refused_free (_dbus_list_pop_first (&afbus->refused_calls));
   if (afbus->monitor != NULL)
     bus_afbus_monitor_free (afbus->monitor);
   if (afbus->legacy != NULL)
@@ -157,14 +176,6 @@ bus_afbus_free (BusAfbus *afbus)
     bus_afbus_match_free (afbus->match);
   if (afbus->names != NULL)
     bus_afbus_names_free (afbus->names);
-  if (afbus->refused_timeout != NULL)
-    {
-      _dbus_transport_afbus_set_relay_refused_function (NULL, NULL);
-      _dbus_timeout_disable (afbus->refused_timeout);
-      _dbus_timeout_unref (afbus->refused_timeout);
-    }
-  while (afbus->refused_calls != NULL)
-    refused_free (_dbus_list_pop_first (&afbus->refused_calls));
   dbus_free (afbus->skipped_listen);
   dbus_free (afbus);
 }
@@ -1052,6 +1063,9 @@ watch_refused_relays (BusContext *context,
       BUS_SET_OOM (error);
       return FALSE;
     }
+  /* bus_afbus_free() takes it off the loop, which may be unreferenced
+   * by then (bus_context_unref()) */
+  afbus->refused_loop = _dbus_loop_ref (bus_context_get_loop (context));
   _dbus_transport_afbus_set_relay_refused_function (relay_refused, afbus);
   return TRUE;
 }
