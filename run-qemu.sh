@@ -757,7 +757,8 @@ run_upstream() {
 	"$AFBUS_TOP/build-aux/dbus-check.sh" --pack "$IN_DISK" >&2
 	LOG=${AFBUS_LOG:-$AFBUS_BUILD/guest-upstream.log}
 	TIMEOUT=${AFBUS_TIMEOUT:-3600}
-	TEST_TIMEOUT=${AFBUS_TEST_TIMEOUT:-900}
+	# above run-upstream's own limit on an embedded case (1200 s)
+	TEST_TIMEOUT=${AFBUS_TEST_TIMEOUT:-1800}
 	msg "upstream's tests on unix: and afbus: (log: $LOG)"
 	run_qemu check timeout --foreground -k 10 "$TIMEOUT" </dev/null || rc=$?
 	read -r passed failed skipped < <(guest_counts)
