@@ -8,7 +8,8 @@
  *
  * afbus-daemon-calls serve PREFIX N
  *	Owns PREFIX.n0 ... PREFIX.n<N-1>, prints "ready UNIQUE-NAME", and
- *	answers, interface com.example.Echo: Echo (s) -> s, Hang () never,
+ *	answers, interface com.example.Echo: Echo (s) -> s, Hang () never
+ *	(it prints "hang SENDER"),
  *	Quit () -> (), then exits.
  * afbus-daemon-calls call PREFIX FIRST N WAIT-MS [quit]
  *	On one connection, calls Echo on PREFIX.nFIRST ...
@@ -82,6 +83,9 @@ static DBusHandlerResult serve_filter(DBusConnection *c, DBusMessage *m,
 		dbus_message_append_args(reply, DBUS_TYPE_STRING, &s,
 					 DBUS_TYPE_INVALID);
 	} else if (dbus_message_is_method_call(m, IFACE, "Hang")) {
+		/* the test kills the callee once it has the call */
+		printf("hang %s\n", dbus_message_get_sender(m));
+		fflush(stdout);
 		return DBUS_HANDLER_RESULT_HANDLED;
 	} else if (dbus_message_is_method_call(m, IFACE, "Quit")) {
 		reply = dbus_message_new_method_return(m);
