@@ -592,7 +592,7 @@ system_bench_guest() {
 }
 
 run_system_bench() {
-	local sysbus failed=0 logs=() pids=() jobs=${AFBUS_BENCH_SYSTEM_JOBS:-1}
+	local sysbus pid failed=0 logs=() pids=() jobs=${AFBUS_BENCH_SYSTEM_JOBS:-1}
 	[ "${AFBUS_KVM:-0}" != 1 ] || die "the deterministic mode needs TCG (AFBUS_KVM=1 is set)"
 	mkdir -p "$SYSTEM_BENCH_DIR"
 	CPUS=1 ICOUNT=$ICOUNT_OPTS
@@ -605,8 +605,8 @@ run_system_bench() {
 			pids=("${pids[@]:1}")
 		fi
 	done
-	for sysbus in ${pids[@]+"${pids[@]}"}; do
-		wait "$sysbus" || failed=1
+	for pid in ${pids[@]+"${pids[@]}"}; do
+		wait "$pid" || failed=1
 	done
 	python3 "$AFBUS_TOP/build-aux/bench-system-report.py" "$SYSTEM_BENCH_DIR" "${logs[@]}" || failed=1
 	return $failed
