@@ -24,6 +24,11 @@
 #                           excludes the debug kernel's KASAN; no kmemleak),
 #                           on demand, not in CI: about 5x slower than
 #                           the test kernel; a "BUG: KCSAN:" line fails it
+#   ./run-qemu.sh --kcsan-strict [--check]
+#                           the same with KCSAN's strict mode (kcsan.config
+#                           and kernel-patches/kcsan-strict.config, in
+#                           build/kernel-obj-kcsan-strict; its log is
+#                           build/guest-kcsan-strict.log)
 #   ./run-qemu.sh --rootfs  a bash shell in the Debian root file system
 #                           (build-aux/rootfs-*.sh: debootstrap, GDBus,
 #                           dbus-python, busctl and the D-Bus fork), on a
@@ -639,11 +644,12 @@ with_kernel_modules() {
 	INITRAMFS=$out
 }
 
-# --kcsan: the KCSAN kernel, with the debug run's defaults but no
-# kmemleak scan (kcsan.config has no kmemleak).
+# --kcsan, --kcsan-strict: the KCSAN kernel (kcsan or kcsan-strict), with
+# the debug run's defaults but no kmemleak scan (kcsan.config has no
+# kmemleak).
 use_kcsan_kernel() {
-	KERNEL=$AFBUS_BUILD/kernel-obj-kcsan/arch/x86/boot/bzImage
-	LOG=${AFBUS_LOG:-$AFBUS_BUILD/guest-kcsan.log}
+	KERNEL=$AFBUS_BUILD/kernel-obj-$1/arch/x86/boot/bzImage
+	LOG=${AFBUS_LOG:-$AFBUS_BUILD/guest-$1.log}
 	GUEST_APPEND=
 }
 
@@ -780,12 +786,12 @@ main() {
 		--profile) mode=profile ;;
 		--upstream) mode=upstream ;;
 		--debug) debug=1 ;;
-		--kcsan) debug=1 debug_kernel=--kcsan ;;
+		--kcsan|--kcsan-strict) debug=1 debug_kernel=$arg ;;
 		*) usage ;;
 		esac
 	done
 	[ $debug = 0 ] || use_debug_kernel
-	[ $debug_kernel = --debug ] || use_kcsan_kernel
+	[ $debug_kernel = --debug ] || use_kcsan_kernel "${debug_kernel#--}"
 	if [ "$system" = only ]; then
 		[ $debug = 0 ] || die "--system boots the AF_BUS kernel package, not the debug kernel"
 		# the test programs the image carries (build/tests) are make

@@ -40,7 +40,10 @@
 #
 # With --kcsan, kernel-patches/kcsan.config (the data-race detector, which
 # excludes the debug kernel's KASAN) in build/kernel-obj-kcsan, booted by
-# `run-qemu.sh --kcsan` on demand.
+# `run-qemu.sh --kcsan` on demand.  With --kcsan-strict, kcsan.config then
+# kernel-patches/kcsan-strict.config (KCSAN's strict mode: a kernel of its
+# own, since weak memory modelling instruments every object) in
+# build/kernel-obj-kcsan-strict, booted by `run-qemu.sh --kcsan-strict`.
 set -eu
 . "$(dirname "$0")/common.sh"
 
@@ -48,13 +51,18 @@ FRAGMENTS="$KERNEL_PATCHES/base.config"
 [ -f "$KERNEL_PATCHES/af_bus.config" ] &&
 	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/af_bus.config"
 
-# A variant (--debug, --kcsan, --bench, --system) has its own object directory
-# and log, and installs no UAPI headers.
+# A variant (--debug, --kcsan, --kcsan-strict, --bench, --system) has its own
+# object directory and log, and installs no UAPI headers.
 VARIANT=
 case ${1:-} in
 --debug|--kcsan|--bench)
 	VARIANT=${1#--}
 	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/$VARIANT.config"
+	KERNEL_OBJ=$AFBUS_BUILD/kernel-obj-$VARIANT
+	;;
+--kcsan-strict)
+	VARIANT=kcsan-strict
+	FRAGMENTS="$FRAGMENTS $KERNEL_PATCHES/kcsan.config $KERNEL_PATCHES/kcsan-strict.config"
 	KERNEL_OBJ=$AFBUS_BUILD/kernel-obj-$VARIANT
 	;;
 --system)

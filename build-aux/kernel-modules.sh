@@ -11,15 +11,15 @@
 # the kernel's build key: nothing is done when the archive was made from
 # the kernel as it is.
 #
-# Usage: kernel-modules.sh --debug|--kcsan|--bench   (or no argument: the
-# test kernel)
+# Usage: kernel-modules.sh --debug|--kcsan|--kcsan-strict|--bench   (or no
+# argument: the test kernel)
 set -eu
 . "$(dirname "$0")/common.sh"
 
 OBJ=$KERNEL_OBJ
 LOG=$AFBUS_BUILD/kernel-build.log
 case ${1:-} in
---debug|--kcsan|--bench)
+--debug|--kcsan|--kcsan-strict|--bench)
 	OBJ=$AFBUS_BUILD/kernel-obj-${1#--}
 	LOG=$AFBUS_BUILD/kernel-build-${1#--}.log
 	;;
