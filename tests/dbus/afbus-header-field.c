@@ -11,10 +11,11 @@
  *	"unknown-field=absent" (whether the message as received still
  *	holds the sender's unknown field) and answers it.
  *
- * afbus-header-field send DEST
+ * afbus-header-field send DEST [first]
  *	Calls com.example.Header.Check on DEST with an extra header field
- *	of code 121 (unknown to D-Bus), whose string value is a marker;
- *	prints "answered" or the error.
+ *	of code 121 (unknown to D-Bus), whose string value is a marker,
+ *	after the known fields (the sender's libdbus appends SENDER after
+ *	it), or with "first" before them; prints "answered" or the error.
  *
  * Exit status 0 on success.
  */
@@ -54,15 +55,16 @@ static void put_u32(char *p, uint32_t v)
 }
 
 /* A little-endian marshalled call to @dest with the unknown field
- * appended to its header fields, demarshalled again. */
-static DBusMessage *weird_call(const char *dest)
+ * appended to its header fields (or, @first, put before them),
+ * demarshalled again. */
+static DBusMessage *weird_call(const char *dest, int first)
 {
 	DBusError error = DBUS_ERROR_INIT;
 	DBusMessage *m, *weird;
 	char *blob, *out;
 	int len, out_len;
 	uint32_t fields, body, start, end, mlen = sizeof(MARKER) - 1;
-	uint32_t pos, new_fields;
+	uint32_t pos, new_fields, field_len;
 
 	m = dbus_message_new_method_call(dest, "/", "com.example.Header",
 					 "Check");
@@ -79,15 +81,27 @@ static DBusMessage *weird_call(const char *dest)
 
 	body = get_u32(blob + 4);
 	fields = get_u32(blob + 12);
-	start = (16 + fields + 7) & ~7u;	/* the new field, 8-aligned */
 	/* code, signature "s", then the string (4-aligned already) */
-	new_fields = start + 4 + 4 + mlen + 1 - 16;
+	field_len = 4 + 4 + mlen + 1;
+	if (first) {
+		/* the known fields after it, at an 8-aligned offset as before */
+		start = 16;
+		new_fields = ((field_len + 7) & ~7u) + fields;
+	} else {
+		start = (16 + fields + 7) & ~7u;	/* 8-aligned */
+		new_fields = start + field_len - 16;
+	}
 	end = (16 + new_fields + 7) & ~7u;	/* the body */
 	out_len = end + body;
 	out = calloc(1, out_len);
 	if (!out)
 		return NULL;
-	memcpy(out, blob, 16 + fields);
+	if (first) {
+		memcpy(out, blob, 16);
+		memcpy(out + 16 + ((field_len + 7) & ~7u), blob + 16, fields);
+	} else {
+		memcpy(out, blob, 16 + fields);
+	}
 	put_u32(out + 12, new_fields);
 	pos = start;
 	out[pos++] = UNKNOWN_FIELD;
@@ -107,11 +121,11 @@ static DBusMessage *weird_call(const char *dest)
 	return weird;
 }
 
-static int send_main(const char *dest)
+static int send_main(const char *dest, int first)
 {
 	DBusError error = DBUS_ERROR_INIT;
 	DBusConnection *c = connect_bus();
-	DBusMessage *m = weird_call(dest), *r;
+	DBusMessage *m = weird_call(dest, first), *r;
 	char *blob;
 	int len;
 
@@ -178,7 +192,10 @@ int main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "recv") == 0)
 		return recv_main();
 	if (argc == 3 && strcmp(argv[1], "send") == 0)
-		return send_main(argv[2]);
-	fprintf(stderr, "usage: afbus-header-field recv | send DEST\n");
+		return send_main(argv[2], 0);
+	if (argc == 4 && strcmp(argv[1], "send") == 0 &&
+	    strcmp(argv[3], "first") == 0)
+		return send_main(argv[2], 1);
+	fprintf(stderr, "usage: afbus-header-field recv | send DEST [first]\n");
 	return 2;
 }

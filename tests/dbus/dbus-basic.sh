@@ -188,6 +188,17 @@ expect_eq "a call with an unknown header field, straight to a peer, is answered"
 wait_exit $hf_pid
 expect_eq "... and the peer gets it without that field" \
 	"unknown-field=absent" "$(grep '^unknown-field=' /tmp/hf.out)"
+# The same with the unknown field before the known ones (the recipient's
+# libdbus sees at once whether the known fields fill the header).
+afbus-header-field recv >/tmp/hf.out 2>&1 &
+hf_pid=$!
+wait_ready /tmp/hf.out
+hf=$(sed -n 's/^ready //p' /tmp/hf.out)
+expect_eq "a call with an unknown header field first, straight to a peer, is answered" \
+	answered "$(timeout 20 afbus-header-field send "$hf" first 2>&1)"
+wait_exit $hf_pid
+expect_eq "... and the peer gets it without that field" \
+	"unknown-field=absent" "$(grep '^unknown-field=' /tmp/hf.out)"
 
 kill $BUS_PID
 wait $BUS_PID 2>/dev/null

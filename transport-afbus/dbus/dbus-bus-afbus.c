@@ -27,6 +27,7 @@
 
 #include "dbus-connection-internal.h"
 #include "dbus-hash.h"
+#include "dbus-marshal-basic.h"
 #include "dbus-message-private.h"
 
 /**
@@ -214,42 +215,91 @@ _dbus_afbus_client_route (DBusAfbusClient *client,
 }
 
 /**
- * The header to write for @p message to a peer, which must carry our
- * own unique name as SENDER (the kernel and the receiver check it): the
- * message's own if it does (*@p stamped_used is #FALSE), else a copy of
- * it with our name, in @p stamped (*@p stamped_used is #TRUE; the
- * caller frees it with _dbus_header_free()).  The message itself is
- * locked, and may be the application's, shared with another thread or
- * connection: libdbus never edits a locked message, and neither does
- * this.  (Messages to the daemon need no SENDER: it writes it.)
+ * How to write @p message to a peer, which must carry our own unique
+ * name as SENDER (the kernel and the receiver check it).  The message
+ * itself is locked, and may be the application's, shared with another
+ * thread or connection: libdbus never edits a locked message, and
+ * neither does this.  (Messages to the daemon need no SENDER: it writes
+ * it.)
+ *
+ * - A message that carries our name already is written as it is
+ *   (@p stamp's @c copied is #FALSE and its @c field_len 0).
+ * - A message without SENDER (the usual case) is written as
+ *   _dbus_header_set_field_basic() would append the field, byte for
+ *   byte, without copying or editing the header: @p stamp holds the
+ *   header's first 16 bytes with the fields' new length (@c prefix)
+ *   and the field with the header's padding (@c field, @c field_len
+ *   bytes); the transport writes the prefix, the rest of the header,
+ *   the field and the body.
+ * - A message with another SENDER is written with a copy of its header
+ *   that has ours instead (@c copied is #TRUE; the caller frees
+ *   @c copy with _dbus_header_free()).
  *
  * @returns #FALSE if no memory
  */
 dbus_bool_t
 _dbus_afbus_client_stamp_sender (DBusAfbusClient *client,
                                  DBusMessage     *message,
-                                 DBusHeader      *stamped,
-                                 dbus_bool_t     *stamped_used)
+                                 DBusAfbusStamp  *stamp)
 {
   const char *own = _dbus_string_get_const_data (&client->own_name);
+  int own_len = _dbus_string_get_length (&client->own_name);
   const char *sender = dbus_message_get_sender (message);
+  const DBusString *header, *body;
+  const unsigned char *data;
+  dbus_uint32_t fields_len;
+  int header_len, len;
+  char byte_order;
 
-  *stamped_used = FALSE;
+  stamp->copied = FALSE;
+  stamp->field_len = 0;
   if (sender != NULL && strcmp (sender, own) == 0)
     return TRUE;
 
+  _dbus_message_get_network_data (message, &header, &body);
+  header_len = _dbus_string_get_length (header);
+  data = (const unsigned char *) _dbus_string_get_const_data (header);
+  byte_order = data[0];
+  fields_len = _dbus_unpack_uint32 (byte_order, data + 12);
+
+  /* The field goes where the header's padding begins (the fields end
+   * at 16 + fields_len, the header at the next multiple of 8), 8-aligned
+   * as every field: code, signature "s", then the string, 4-aligned. */
+  if (sender == NULL && own_len <= DBUS_MAXIMUM_NAME_LENGTH &&
+      header_len >= 16 &&
+      (uintptr_t) header_len == _DBUS_ALIGN_VALUE (16 + (uintptr_t) fields_len, 8))
+    {
+      len = 0;
+      stamp->field[len++] = DBUS_HEADER_FIELD_SENDER;
+      stamp->field[len++] = 1;
+      stamp->field[len++] = DBUS_TYPE_STRING;
+      stamp->field[len++] = '\0';
+      _dbus_pack_uint32 (own_len, byte_order, stamp->field + len);
+      len += 4;
+      memcpy (stamp->field + len, own, own_len + 1);
+      len += own_len + 1;
+      fields_len = header_len - 16 + len;
+      while (len % 8 != 0)
+        stamp->field[len++] = '\0';
+
+      memcpy (stamp->prefix, data, 16);
+      _dbus_pack_uint32 (fields_len, byte_order, stamp->prefix + 12);
+      stamp->field_len = len;
+      return TRUE;
+    }
+
   /* (A copy's serial is 0: the message's goes back in.) */
-  if (!_dbus_header_copy (&message->header, stamped))
+  if (!_dbus_header_copy (&message->header, &stamp->copy))
     return FALSE;
-  _dbus_header_set_serial (stamped, dbus_message_get_serial (message));
-  if (!_dbus_header_set_field_basic (stamped, DBUS_HEADER_FIELD_SENDER,
+  _dbus_header_set_serial (&stamp->copy, dbus_message_get_serial (message));
+  if (!_dbus_header_set_field_basic (&stamp->copy, DBUS_HEADER_FIELD_SENDER,
                                      DBUS_TYPE_STRING, &own))
     {
-      _dbus_header_free (stamped);
+      _dbus_header_free (&stamp->copy);
       return FALSE;
     }
 
-  *stamped_used = TRUE;
+  stamp->copied = TRUE;
   return TRUE;
 }
 

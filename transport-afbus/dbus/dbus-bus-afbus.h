@@ -31,6 +31,24 @@ DBUS_BEGIN_DECLS
 
 typedef struct DBusAfbusClient DBusAfbusClient;
 
+/**
+ * Our SENDER in a message to a peer, as the transport writes it
+ * (_dbus_afbus_client_stamp_sender()).
+ */
+typedef struct
+{
+  dbus_bool_t copied;           /**< write @c copy as the header */
+  DBusHeader copy;              /**< a copy of the header with our SENDER
+                                 *   in place of another one */
+  int field_len;                /**< bytes of @c field to write after the
+                                 *   header; 0: none */
+  unsigned char prefix[16];     /**< the header's fixed part, with the
+                                 *   length its fields have with @c field */
+  unsigned char field[8 + DBUS_MAXIMUM_NAME_LENGTH + 1 + 7]; /**< our
+                                 *   SENDER field, then the header's
+                                 *   padding */
+} DBusAfbusStamp;
+
 DBusAfbusClient *_dbus_afbus_client_new         (dbus_uint64_t    own_addr);
 void          _dbus_afbus_client_free           (DBusAfbusClient *client);
 const char   *_dbus_afbus_client_get_name       (DBusAfbusClient *client);
@@ -39,8 +57,7 @@ dbus_uint64_t _dbus_afbus_client_route          (DBusAfbusClient *client,
                                                  dbus_bool_t     *counted);
 dbus_bool_t   _dbus_afbus_client_stamp_sender   (DBusAfbusClient *client,
                                                  DBusMessage     *message,
-                                                 DBusHeader      *stamped,
-                                                 dbus_bool_t     *stamped_used);
+                                                 DBusAfbusStamp  *stamp);
 dbus_bool_t   _dbus_afbus_is_driver_call        (DBusMessage     *message);
 void          _dbus_afbus_client_unreachable    (DBusAfbusClient *client,
                                                  DBusMessage     *message,

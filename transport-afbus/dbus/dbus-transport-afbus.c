@@ -853,21 +853,22 @@ message_undeliverable (DBusTransport *transport,
   return FALSE;
 }
 
-/* Sends one message as one datagram, with @stamped in place of its
- * header unless NULL (_dbus_afbus_client_stamp_sender()); returns the
- * sendmsg() result. */
+/* Sends one message as one datagram, with our SENDER as @stamp says
+ * unless NULL (_dbus_afbus_client_stamp_sender()); returns the sendmsg()
+ * result. */
 static int
-send_message (DBusTransportAfbus *afbus_transport,
-              DBusMessage        *message,
-              const DBusHeader   *stamped,
-              dbus_bool_t         addressed,
-              dbus_uint64_t       dest)
+send_message (DBusTransportAfbus   *afbus_transport,
+              DBusMessage          *message,
+              const DBusAfbusStamp *stamp,
+              dbus_bool_t           addressed,
+              dbus_uint64_t         dest)
 {
   DBusTransport *transport = (DBusTransport *) afbus_transport;
   const DBusString *header, *body;
   struct sockaddr_bus sa;
   struct msghdr msg;
-  struct iovec iov[2];
+  struct iovec iov[4];
+  int n_iov = 0;
   union {
     struct cmsghdr hdr;
     char buf[CMSG_SPACE (sizeof (int) * DBUS_DEFAULT_MESSAGE_UNIX_FDS)];
@@ -877,17 +878,32 @@ send_message (DBusTransportAfbus *afbus_transport,
   int bytes;
 
   _dbus_message_get_network_data (message, &header, &body);
-  if (stamped != NULL)
-    header = &stamped->data;
+  if (stamp != NULL && stamp->copied)
+    header = &stamp->copy.data;
 
-  iov[0].iov_base = (void *) _dbus_string_get_const_data (header);
-  iov[0].iov_len = _dbus_string_get_length (header);
-  iov[1].iov_base = (void *) _dbus_string_get_const_data (body);
-  iov[1].iov_len = _dbus_string_get_length (body);
+  if (stamp != NULL && stamp->field_len > 0)
+    {
+      /* the header with its fields' new length, the field after them */
+      iov[n_iov].iov_base = (void *) stamp->prefix;
+      iov[n_iov++].iov_len = sizeof (stamp->prefix);
+      iov[n_iov].iov_base = (void *) (_dbus_string_get_const_data (header) +
+                                      sizeof (stamp->prefix));
+      iov[n_iov++].iov_len = _dbus_string_get_length (header) -
+        sizeof (stamp->prefix);
+      iov[n_iov].iov_base = (void *) stamp->field;
+      iov[n_iov++].iov_len = stamp->field_len;
+    }
+  else
+    {
+      iov[n_iov].iov_base = (void *) _dbus_string_get_const_data (header);
+      iov[n_iov++].iov_len = _dbus_string_get_length (header);
+    }
+  iov[n_iov].iov_base = (void *) _dbus_string_get_const_data (body);
+  iov[n_iov++].iov_len = _dbus_string_get_length (body);
 
   _DBUS_ZERO (msg);
   msg.msg_iov = iov;
-  msg.msg_iovlen = 2;
+  msg.msg_iovlen = n_iov;
 
   if (addressed)
     {
@@ -933,7 +949,7 @@ send_message (DBusTransportAfbus *afbus_transport,
 }
 
 /*
- * send_message() (@stamped as there), telling a recipient without room from the socket's
+ * send_message() (@stamp as there), telling a recipient without room from the socket's
  * own lack of room.  Both fail with EAGAIN; with room notifications
  * on, the first leaves a room watch and leaves the socket writable,
  * the second makes it not writable until there is room (af_bus.rst).
@@ -942,19 +958,19 @@ send_message (DBusTransportAfbus *afbus_transport,
  * writable, *recipient_full is set: a watch waits for @dest.
  */
 static int
-send_checked (DBusTransportAfbus *afbus_transport,
-              DBusMessage        *message,
-              const DBusHeader   *stamped,
-              dbus_bool_t         addressed,
-              dbus_uint64_t       dest,
-              dbus_bool_t        *recipient_full)
+send_checked (DBusTransportAfbus   *afbus_transport,
+              DBusMessage          *message,
+              const DBusAfbusStamp *stamp,
+              dbus_bool_t           addressed,
+              dbus_uint64_t         dest,
+              dbus_bool_t          *recipient_full)
 {
   int bytes, attempt;
 
   *recipient_full = FALSE;
   for (attempt = 0; attempt < 2; attempt++)
     {
-      bytes = send_message (afbus_transport, message, stamped, addressed,
+      bytes = send_message (afbus_transport, message, stamp, addressed,
                             dest);
       if (bytes >= 0 || !afbus_transport->room_notify ||
           !_dbus_get_is_errno_eagain_or_ewouldblock (errno))
@@ -1064,8 +1080,8 @@ write_pass (DBusTransport *transport)
       dbus_uint64_t dest = DBUS_AFBUS_MASTER;
       dbus_bool_t addressed = FALSE;
       dbus_bool_t unicast, full;
-      dbus_bool_t stamped_used = FALSE;
-      DBusHeader stamped;
+      dbus_bool_t stamped = FALSE;
+      DBusAfbusStamp stamp;
       int bytes, saved_errno, b;
 
       /* The rest at the next iteration: the socket is writable. */
@@ -1158,20 +1174,19 @@ write_pass (DBusTransport *transport)
         }
 
       /* SENDER: ours, to a peer */
-      if (routes && addressed &&
-          !_dbus_afbus_client_stamp_sender (client, message, &stamped,
-                                            &stamped_used))
-        return FALSE;
+      if (routes && addressed)
+        {
+          if (!_dbus_afbus_client_stamp_sender (client, message, &stamp))
+            return FALSE;
+          stamped = TRUE;
+        }
 
       bytes = send_checked (afbus_transport, message,
-                            stamped_used ? &stamped : NULL, addressed, dest,
+                            stamped ? &stamp : NULL, addressed, dest,
                             &full);
       saved_errno = errno;
-      if (stamped_used)
-        {
-          _dbus_header_free (&stamped);
-          stamped_used = FALSE;
-        }
+      if (stamped && stamp.copied)
+        _dbus_header_free (&stamp.copy);
 
       /* Nobody has that address (BUS_NO_DEFAULT_ROUTE): a peer that
        * left, or a name that is moving.  The daemon takes the message,
