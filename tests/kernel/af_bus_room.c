@@ -219,11 +219,12 @@ TEST_F_TIMEOUT(svc, hundred_nonreaders, 300)
 		ASSERT_EQ(16U, fill(_metadata, s, &self->bus, self->p[i].addr));
 	}
 	for (j = 0; j < ROUNDS; j++) {
-		for (i = 1 + NONREADERS; i <= NONREADERS + READERS; i++)
+		for (i = 1 + NONREADERS; i <= NONREADERS + READERS; i++) {
 			ASSERT_EQ(SMALL, send_seq(s, &self->bus,
 						  self->p[i].addr, j))
 				TH_LOG("answer %d to reader %d: %s", j, i,
 				       strerror(errno));
+		}
 		for (i = 1 + NONREADERS; i <= NONREADERS + READERS; i++)
 			ASSERT_EQ((__u32)j, recv_seq(_metadata, self->p[i].cfd));
 		/* still writable: the full ones hold nothing up */
@@ -237,13 +238,14 @@ TEST_F_TIMEOUT(svc, hundred_nonreaders, 300)
 		for (j = 1; j <= NONREADERS; j++)
 			if ((long long)self->p[j].addr == a)
 				break;
-		ASSERT_GE(NONREADERS, j - 1)
+		ASSERT_GE(NONREADERS, j)
 			TH_LOG("notification %d: %#llx", i, a);
 		got[j - 1]++;
 	}
 	ASSERT_EQ(-1, room_next(s, &from, &flags));
-	for (i = 0; i < NONREADERS; i++)
+	for (i = 0; i < NONREADERS; i++) {
 		ASSERT_EQ(1U, got[i]) TH_LOG("recipient %d", i + 1);
+	}
 }
 
 /*
