@@ -219,11 +219,12 @@ TEST_F_TIMEOUT(svc, hundred_nonreaders, 300)
 		ASSERT_EQ(16U, fill(_metadata, s, &self->bus, self->p[i].addr));
 	}
 	for (j = 0; j < ROUNDS; j++) {
-		for (i = 1 + NONREADERS; i <= NONREADERS + READERS; i++)
+		for (i = 1 + NONREADERS; i <= NONREADERS + READERS; i++) {
 			ASSERT_EQ(SMALL, send_seq(s, &self->bus,
 						  self->p[i].addr, j))
 				TH_LOG("answer %d to reader %d: %s", j, i,
 				       strerror(errno));
+		}
 		for (i = 1 + NONREADERS; i <= NONREADERS + READERS; i++)
 			ASSERT_EQ((__u32)j, recv_seq(_metadata, self->p[i].cfd));
 		/* still writable: the full ones hold nothing up */
@@ -237,13 +238,14 @@ TEST_F_TIMEOUT(svc, hundred_nonreaders, 300)
 		for (j = 1; j <= NONREADERS; j++)
 			if ((long long)self->p[j].addr == a)
 				break;
-		ASSERT_GE(NONREADERS, j - 1)
+		ASSERT_GE(NONREADERS, j)
 			TH_LOG("notification %d: %#llx", i, a);
 		got[j - 1]++;
 	}
 	ASSERT_EQ(-1, room_next(s, &from, &flags));
-	for (i = 0; i < NONREADERS; i++)
+	for (i = 0; i < NONREADERS; i++) {
 		ASSERT_EQ(1U, got[i]) TH_LOG("recipient %d", i + 1);
+	}
 }
 
 /*
@@ -278,6 +280,216 @@ TEST_F(fair, one_caller_does_not_starve_another)
 	}
 	ASSERT_LE(60U, n2) TH_LOG("c1 sent %u, c2 %u", n1, n2);
 	ASSERT_LE(60U, n1) TH_LOG("c1 sent %u, c2 %u", n1, n2);
+}
+
+/*
+ * A regression test for the count of a sender's watches (netfilter patch
+ * 10: afbus_room_watch() counted a new watch under the bus lock only,
+ * while a read of a notification counts one out under room_lock only, so
+ * a send and a recvmsg(MSG_ERRQUEUE) on one socket in two threads could
+ * lose an update; a lost increment makes the count wrap below zero once
+ * the notifications are read, and every send that finds no room then
+ * fails with ENOBUFS; a lost decrement leaves one watch fewer for good).
+ *
+ * s sends, in the main thread, as a service does: to each of RACE_RCPTS
+ * recipients that take one message at a time, again only once the
+ * notification for it came after a send to it failed, so that nearly
+ * every failed send makes a new watch; and, in each pass that sends to
+ * one of them, to a multicast address two of them have, whose watch
+ * moves between their queues as one or the other is full.  Another
+ * thread makes each recipient read a message, then reads s's
+ * notifications, and marks the recipients they name ready again.  No send fails otherwise than
+ * with EAGAIN, no recipient is left without a notification once
+ * everything is read, and then s watches nothing: it can watch exactly
+ * BUS_ROOM_WATCH_MAX destinations, and no more.  Whether an update would
+ * be lost is up to the scheduler; the test asserts counts, never how
+ * long anything took.
+ */
+#define RACE_RCPTS	4	/* p[1] .. p[RACE_RCPTS] */
+#define RACE_PREFIX	7	/* where p[1] and p[2] have an address too */
+#define RACE_ARMS	5000	/* failed sends to the recipients, each a new
+				 * watch but for a few
+				 */
+#define RACE_PASSES_MAX	1000000	/* passes of the sender that send, at most */
+#define WATCH_MAX	4096	/* BUS_ROOM_WATCH_MAX (af_bus.rst) */
+#define UNOWNED		1000	/* client addresses from here on: nobody's */
+
+BUS_PEERS_FIXTURE(race, 1 + RACE_RCPTS, 1 + RACE_RCPTS)
+
+struct room_race {
+	int s;				/* the sender */
+	int rcpt[RACE_RCPTS];		/* the recipients */
+	__u64 dest[RACE_RCPTS + 1];	/* theirs, then the multicast */
+	int ready[RACE_RCPTS];		/* s may send to the recipient */
+	int stop;
+	int started;
+	unsigned long notes;		/* notifications read */
+	unsigned long reads;		/* messages the recipients read */
+	int err;			/* errno of a call that failed */
+	long long bad;			/* a notification for another address */
+};
+
+/* Read s's notifications; mark the recipients they name ready. */
+static int race_notes(struct room_race *r)
+{
+	struct bus_addr a;
+	ssize_t n;
+	int i;
+
+	for (;;) {
+		n = recv(r->s, &a, sizeof(a), MSG_ERRQUEUE | MSG_DONTWAIT);
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n != sizeof(a))
+			return n < 0 ? errno : EPROTO;
+		for (i = 0; i <= RACE_RCPTS; i++)
+			if (a.s_addr == r->dest[i])
+				break;
+		if (i > RACE_RCPTS)
+			r->bad = (long long)a.s_addr;
+		else if (i < RACE_RCPTS)
+			__atomic_store_n(&r->ready[i], 1, __ATOMIC_RELEASE);
+		r->notes++;
+	}
+}
+
+static void *race_reader(void *arg)
+{
+	struct room_race *r = arg;
+	char b[SMALL];
+	int i, err = 0;
+	ssize_t n;
+
+	__atomic_store_n(&r->started, 1, __ATOMIC_RELEASE);
+	while (!err && !__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		for (i = 0; i < RACE_RCPTS && !err; i++) {
+			n = recv(r->rcpt[i], b, sizeof(b), MSG_DONTWAIT);
+			if (n == SMALL)
+				r->reads++;
+			else if (n >= 0 || errno != EAGAIN)
+				err = n < 0 ? errno : EPROTO;
+		}
+		if (!err)
+			err = race_notes(r);
+	}
+	__atomic_store_n(&r->err, err, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(race, watch_count_under_concurrent_reads, 250)
+{
+	unsigned long sent = 0, arms = 0, full = 0, other = 0;
+	int s = self->p[0].cfd, i, j, other_errno = 0;
+	struct timespec start;
+	struct room_race r;
+	pthread_t t;
+	bool busy;
+
+	memset(&r, 0, sizeof(r));
+	r.s = s;
+	ASSERT_OK(set_int(s, BUS_ROOM_NOTIFY, 1));
+	for (i = 0; i < RACE_RCPTS; i++) {
+		ASSERT_OK(set_int(self->p[i + 1].afd, BUS_SET_MAXQLEN, 1));
+		r.rcpt[i] = self->p[i + 1].cfd;
+		r.dest[i] = self->p[i + 1].addr;
+		r.ready[i] = 1;
+	}
+	ASSERT_OK(bus_addr_opt(self->p[1].afd, BUS_ADD_ADDR,
+			       bus_mkaddr(RACE_PREFIX, 1)));
+	ASSERT_OK(bus_addr_opt(self->p[2].afd, BUS_ADD_ADDR,
+			       bus_mkaddr(RACE_PREFIX, 2)));
+	r.dest[RACE_RCPTS] = bus_mcast(RACE_PREFIX);
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	ASSERT_EQ(0, pthread_create(&t, NULL, race_reader, &r));
+	while (!__atomic_load_n(&r.started, __ATOMIC_ACQUIRE))
+		sched_yield();
+	for (j = 0; arms < RACE_ARMS && j < RACE_PASSES_MAX &&
+		    !__atomic_load_n(&r.err, __ATOMIC_RELAXED); j++) {
+		busy = false;
+		for (i = 0; i <= RACE_RCPTS; i++) {
+			/* not ready until its notification, if this fails;
+			 * the multicast only along with a recipient
+			 */
+			if (i < RACE_RCPTS &&
+			    !__atomic_exchange_n(&r.ready[i], 0,
+						 __ATOMIC_ACQ_REL))
+				continue;
+			if (i == RACE_RCPTS && !busy)
+				break;
+			busy = true;
+			if (send_seq(s, &self->bus, r.dest[i], j) == SMALL) {
+				sent++;
+			} else if (errno == EAGAIN) {
+				if (i < RACE_RCPTS) {
+					arms++;
+					continue;
+				}
+				full++;
+			} else {
+				other++;
+				other_errno = errno;
+			}
+			if (i < RACE_RCPTS)
+				__atomic_store_n(&r.ready[i], 1,
+						 __ATOMIC_RELEASE);
+		}
+		/* a pass is one that sent */
+		if (!busy) {
+			j--;
+			sched_yield();
+		}
+	}
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	TH_LOG("%d passes in %ld ms: %lu sent, %lu failed to a recipient, %lu multicasts failed; %lu read, %lu notifications",
+	       j, bus_elapsed_ms(&start), sent, arms, full, r.reads, r.notes);
+	ASSERT_EQ(0, r.err) TH_LOG("reader: %s", strerror(r.err));
+	ASSERT_EQ(0LL, r.bad) TH_LOG("a notification for %#llx", r.bad);
+	ASSERT_EQ(0UL, other)
+		TH_LOG("%lu sends failed otherwise than with EAGAIN, the last with %s",
+		       other, strerror(other_errno));
+	ASSERT_LE((unsigned long)RACE_ARMS, arms);
+
+	/* everything read, and each recipient's room changed, so that a
+	 * watch left on its queue fires: each recipient that s found full
+	 * last time has its notification, and then no watch is left
+	 */
+	for (i = 1; i <= RACE_RCPTS; i++) {
+		while (bus_poll(_metadata, self->p[i].cfd, POLLIN, 0) & POLLIN)
+			recv_seq(_metadata, self->p[i].cfd);
+		ASSERT_OK(set_int(self->p[i].afd, BUS_SET_MAXQLEN, 1));
+	}
+	ASSERT_EQ(0, race_notes(&r));
+	ASSERT_EQ(0LL, r.bad) TH_LOG("a notification for %#llx", r.bad);
+	for (i = 0; i < RACE_RCPTS; i++) {
+		ASSERT_EQ(1, r.ready[i])
+			TH_LOG("no notification for recipient %d", i + 1);
+	}
+	ASSERT_EQ(0, bus_poll(_metadata, s, POLLIN, 0) & POLLERR);
+
+	/* so s can watch exactly WATCH_MAX destinations: its master's
+	 * address 0 (its queue filled), then addresses nobody owns, which
+	 * take the default route there
+	 */
+	fill(_metadata, s, &self->bus, 0);
+	for (j = 1; j <= WATCH_MAX; j++) {
+		other_errno = 0;
+		if (send_seq(s, &self->bus, bus_mkaddr(0, UNOWNED + j), 0) >= 0)
+			break;
+		other_errno = errno;
+		if (other_errno != EAGAIN)
+			break;
+	}
+	/* j - 1 addresses nobody owns, and address 0 */
+	ASSERT_EQ(WATCH_MAX, j)
+		TH_LOG("s could watch %d destinations, then: %s", j,
+		       strerror(other_errno));
+	ASSERT_EQ(ENOBUFS, other_errno);
+	/* a destination watched already needs no other */
+	ASSERT_ERRNO(EAGAIN, send_seq(s, &self->bus, bus_mkaddr(0, UNOWNED + 1),
+				      0));
+	ASSERT_ERRNO(EAGAIN, send_seq(s, &self->bus, 0, 0));
 }
 
 TEST_HARNESS_MAIN
