@@ -14,6 +14,13 @@
  *	default 0) without a destination; with --self, print "self=N": how
  *	many of its own signals came back to it within 2 s.
  *
+ * afbus-signal sequence DEST INTERFACE.MEMBER ARG0 [DEST INTERFACE.MEMBER ARG0]...
+ *	Connect, print "ready UNIQUE-NAME", read one line from stdin, then
+ *	send the signals in the order given on this one connection (path
+ *	/com/example, string ARG0), each to the unique or well-known name
+ *	DEST, or without a destination when DEST is "-"; flush, print
+ *	"sent N" and exit.
+ *
  * afbus-signal many-rules COUNT
  *	AddMatch COUNT different rules; print "added=N error=NAME" (NAME
  *	of the first error, or "none").
@@ -194,6 +201,51 @@ static int emit_main(int argc, char **argv)
 	return 0;
 }
 
+static int sequence_main(int argc, char **argv)
+{
+	DBusConnection *c = connect_bus();
+	char line[64];
+	int i;
+
+	if (argc == 0 || argc % 3 != 0) {
+		fprintf(stderr, "afbus-signal: bad sequence arguments\n");
+		return 2;
+	}
+	printf("ready %s\n", dbus_bus_get_unique_name(c));
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+
+	for (i = 0; i < argc; i += 3) {
+		const char *dest = argv[i], *arg0 = argv[i + 2];
+		char iface[256], *dot;
+		DBusMessage *m;
+
+		if (strlen(argv[i + 1]) >= sizeof(iface) ||
+		    !(dot = strrchr(argv[i + 1], '.'))) {
+			fprintf(stderr, "afbus-signal: bad signal %s\n", argv[i + 1]);
+			return 2;
+		}
+		strcpy(iface, argv[i + 1]);
+		iface[dot - argv[i + 1]] = '\0';
+		m = dbus_message_new_signal("/com/example", iface,
+					    dot + 1);
+		if (!m || (strcmp(dest, "-") != 0 &&
+			   !dbus_message_set_destination(m, dest)) ||
+		    !dbus_message_append_args(m, DBUS_TYPE_STRING, &arg0,
+					      DBUS_TYPE_INVALID) ||
+		    !dbus_connection_send(c, m, NULL))
+			return 1;
+		dbus_message_unref(m);
+	}
+	dbus_connection_flush(c);
+	printf("sent %d\n", argc / 3);
+	fflush(stdout);
+	dbus_connection_close(c);
+	dbus_connection_unref(c);
+	return 0;
+}
+
 static int many_rules_main(long count)
 {
 	DBusError error = DBUS_ERROR_INIT;
@@ -290,6 +342,8 @@ int main(int argc, char **argv)
 		return listen_main(argc - 2, argv + 2);
 	if (argc >= 2 && strcmp(argv[1], "emit") == 0)
 		return emit_main(argc - 2, argv + 2);
+	if (argc >= 2 && strcmp(argv[1], "sequence") == 0)
+		return sequence_main(argc - 2, argv + 2);
 	if (argc == 3 && strcmp(argv[1], "many-rules") == 0)
 		return many_rules_main(atol(argv[2]));
 	if (argc == 4 && strcmp(argv[1], "churn") == 0)

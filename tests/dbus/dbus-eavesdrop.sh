@@ -120,6 +120,68 @@ expect_eq "... and no reply, no other signal, no other call" 0 \
 expect_eq "a subscriber that does not eavesdrop gets only the signal for everybody" \
 	"com.example.Open.Tell open-all" "$(cut -d' ' -f1,2 /tmp/ev-sub.out | grep -v '^ready ')"
 
+# Order.  A native eavesdropper gets the copies of what AF_BUS clients
+# send each other directly from the daemon, which reads them off its
+# tap, but the multicasts its rules match and the messages to itself
+# from the kernel: one queue, two sources that nothing orders against
+# each other.  A copy never comes before what the kernel gave the
+# eavesdropper before the copied message was sent, and may come after
+# what it gave it later; dbus-daemon's single queue gives every
+# eavesdropper the order sent (doc/afbus-transport.md 10,
+# design.md "Eavesdropping match rules"; upstream's
+# /eavedrop/match_keyword/unicast_to_* in tests/upstream/differences).
+# Shown with the daemon stopped while one client sends m0 (for
+# everybody), u1 (to X), m1 (for everybody), u2 (to X).  A legacy
+# eavesdropper gets all of it through the daemon, from the tap and from
+# its AF_BUS socket, likewise not ordered against each other.
+ord="type='signal',interface='com.example.Ord'"
+$native afbus-signal listen "eavesdrop=true,$ord" >/tmp/ev-ord-n.out 2>&1 &
+ev_ord_n=$!
+$legacy afbus-signal listen "eavesdrop=true,$ord" >/tmp/ev-ord-l.out 2>&1 &
+ev_ord_l=$!
+$native afbus-signal listen "$ord" >/tmp/ev-ord-x.out 2>&1 &
+ev_ord_x=$!
+_pids="$_pids $ev_ord_n $ev_ord_l $ev_ord_x"
+wait_ready /tmp/ev-ord-n.out /tmp/ev-ord-l.out /tmp/ev-ord-x.out
+x=$(sed -n 's/^ready //p' /tmp/ev-ord-x.out)
+# (the sender connects, then waits for a line on its fifo)
+rm -f /tmp/ev-ord-go
+mkfifo /tmp/ev-ord-go
+$native afbus-signal sequence - com.example.Ord.M m0 "$x" com.example.Ord.U u1 \
+	- com.example.Ord.M m1 "$x" com.example.Ord.U u2 \
+	</tmp/ev-ord-go >/tmp/ev-ord-s.out 2>&1 &
+ord_pid=$!
+_pids="$_pids $ord_pid"
+exec 7>/tmp/ev-ord-go
+wait_ready /tmp/ev-ord-s.out
+kill -STOP $BUS_PID
+echo go >&7
+exec 7>&-
+wait_exit $ord_pid
+wait_for_line /tmp/ev-ord-x.out '^com\.example\.Ord\.U u2 '
+wait_for_line /tmp/ev-ord-n.out '^com\.example\.Ord\.M m1 '
+sleep 0.5
+# ord_args FILE: the arguments of the com.example.Ord signals FILE got.
+ord_args() {
+	awk '$1 ~ /^com\.example\.Ord\./ { printf "%s%s", sep, $2; sep = " " }
+		END { print "" }' "$1"
+}
+expect_eq "order: one client sent its four signals, the daemon stopped" \
+	"sent 4 0" "$(tail -n 1 /tmp/ev-ord-s.out) $status"
+expect_eq "... their recipient got them in the order sent (direct and multicast)" \
+	"m0 u1 m1 u2" "$(ord_args /tmp/ev-ord-x.out)"
+expect_eq "... a native eavesdropper the multicasts only (the copies wait in the tap)" \
+	"m0 m1" "$(ord_args /tmp/ev-ord-n.out)"
+expect_eq "... a legacy eavesdropper nothing yet" "" "$(ord_args /tmp/ev-ord-l.out)"
+kill -CONT $BUS_PID
+wait_for_line /tmp/ev-ord-n.out '^com\.example\.Ord\.U u2 '
+wait_value 4 count_lines /tmp/ev-ord-l.out '^com\.example\.Ord\.'
+expect_eq "daemon running: the native eavesdropper got the copies after the later multicast, in their order" \
+	"m0 m1 u1 u2" "$(ord_args /tmp/ev-ord-n.out)"
+expect_eq "... the legacy eavesdropper all four, once each" \
+	"m0 m1 u1 u2" "$(ord_args /tmp/ev-ord-l.out | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')"
+kill $ev_ord_n $ev_ord_l $ev_ord_x
+
 # The eavesdroppers leave: so does the daemon's eavesdropper.
 kill $ev_all $ev_leg $ev_rule $ev_sub
 wait_value 0 kernel_eavesdroppers
