@@ -160,7 +160,12 @@ int main(int argc, char **argv)
 						.tv_nsec = (ms % 1000) * 1000000L,
 					};
 
-					/* SIGUSR1 ends it early (EINTR) */
+					/* tests wait for this line: whatever
+					 * is sent after it stays in the
+					 * kernel's queue; SIGUSR1 ends the
+					 * stall early (EINTR) */
+					printf("stalling\n");
+					fflush(stdout);
 					nanosleep(&ts, NULL);
 					reply_string(c, m, "stalled");
 				} else {

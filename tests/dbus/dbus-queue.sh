@@ -25,12 +25,30 @@ wait_line() {
 	done
 }
 
+# stall N: the service stops reading until SIGUSR1 (60 s at most), and
+# has done so for the Nth time.  The Stall call goes first, alone, and
+# the flood after the service said it stalls: had the flood gone out
+# right behind the call, the service's library could read a batch of it
+# along with the call before it stalled, and what it holds no longer
+# waits in the kernel's queue (1500 calls then fit: seen once under
+# load, the flush "blocked" 1 ms).
+stall() {
+	afbus-flood-client "$svc" 0 60000 >/dev/null 2>&1
+	i=0
+	while [ "$(grep -c '^stalling$' /tmp/q-svc.out)" -lt "$1" ] && [ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	check "the service stalls ($1)" test "$(grep -c '^stalling$' /tmp/q-svc.out)" -ge "$1"
+}
+
 # 1500 calls (the queue holds 1024) to a service that does not read
-# until SIGUSR1 (60 s at most): the client blocks in
-# dbus_connection_flush().  Its CPU time is read from /proc over 1.5 s
-# of that wait; then the service reads again.  No timer decides when the
-# stall ends, so a slow (debug) kernel makes no difference.
-afbus-flood-client "$svc" 1500 60000 >/tmp/q-flood.out 2>&1 &
+# until SIGUSR1: the client blocks in dbus_connection_flush().  Its CPU
+# time is read from /proc over 1.5 s of that wait; then the service
+# reads again.  No timer decides when the stall ends, so a slow (debug)
+# kernel makes no difference.
+stall 1
+afbus-flood-client "$svc" 1500 0 >/tmp/q-flood.out 2>&1 &
 flood=$!
 wait_line /tmp/q-flood.out '^flushing'
 t0=$(cpu_ticks $flood)
@@ -52,7 +70,8 @@ check "... and slept meanwhile, without spinning ($((t1 - t0)) ticks of CPU in 1
 # The same stall, filled by one client; meanwhile another calls the
 # service by well-known name: its first call reaches the daemon, which
 # cannot write it to the full queue yet.
-afbus-flood-client "$svc" 1500 60000 >/tmp/q-fill.out 2>&1 &
+stall 2
+afbus-flood-client "$svc" 1500 0 >/tmp/q-fill.out 2>&1 &
 filler=$!
 wait_line /tmp/q-fill.out '^flushing'
 timeout 120 afbus-flood-client com.example.Slow 50 0 10000 >/tmp/q-name.out 2>&1 &
