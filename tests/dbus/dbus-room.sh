@@ -37,19 +37,42 @@ wakeups() {
 	sed -n 's/^voluntary_ctxt_switches:[[:space:]]*//p' "/proc/$1/status"
 }
 
+# callers_with REGEX: how many of the callers' outputs have a line
+# matching REGEX (grep -E).
+callers_with() {
+	grep -lE -- "$1" /tmp/room-c/[0-9]*.out 2>/dev/null | wc -l
+}
+
+# wait_callers REGEX: until each of the N callers printed a line matching
+# REGEX or ended ("exit STATUS", which the shell running it adds), for
+# as long as that takes while callers get there; the guard against a
+# hang is 180 s in which none got there, after which the check that
+# follows fails with its count.
+wait_callers() {
+	_last=-1 _idle=0
+	while :; do
+		_n=$(callers_with "$1|^exit ")
+		[ "$_n" -ge $N ] && return 0
+		if [ "$_n" != "$_last" ]; then
+			_last=$_n _idle=0
+		elif [ $_idle -ge 1800 ]; then
+			echo "# no caller got further in 180 s: $_n of $N did"
+			return 1
+		fi
+		sleep 0.1
+		_idle=$((_idle + 1))
+	done
+}
+
 rm -rf /tmp/room-c
 mkdir /tmp/room-c
 chmod 0777 /tmp/room-c
 as_nobody /tmp/room-c/all.out "for i in \$(seq 1 $N); do
-	DBUS_SESSION_BUS_ADDRESS=$AF afbus-slow-caller $svc 4 32768 >/tmp/room-c/\$i.out 2>&1 &
+	(DBUS_SESSION_BUS_ADDRESS=$AF afbus-slow-caller $svc 4 32768
+	 echo \"exit \$?\") >/tmp/room-c/\$i.out 2>&1 &
 done; wait"
 hostile=$!
-i=0
-while [ "$(cat /tmp/room-c/[0-9]*.out 2>/dev/null | grep -c '^sent ')" -lt $N ] &&
-      [ $i -lt 1200 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_callers '^sent '
 expect_eq "$N callers as uid 65534 made 4 calls each, with 32 KiB replies, and stopped reading" \
 	$N "$(cat /tmp/room-c/[0-9]*.out | grep -c '^sent ')"
 pid1=$(sed -n 's/^sent //p' /tmp/room-c/1.out)
@@ -75,7 +98,7 @@ check "... the service sleeps while the $N callers do not read ($((_w1 - _w0)) w
 # The first caller reads again: it gets all its replies while the 99
 # others still do not read (its notification is its own).
 kill -USR1 "$pid1"
-wait_for_line /tmp/room-c/1.out '^replies='
+wait_for_line /tmp/room-c/1.out '^replies=' 600
 expect_match "caller 1 reads again and gets its 4 replies, in order" \
 	'^replies=4 ok=4 in-order=1 errors=0$' "$(grep '^replies=' /tmp/room-c/1.out)"
 expect_eq "... while the other $((N - 1)) have read nothing" 0 \
@@ -86,13 +109,7 @@ for f in /tmp/room-c/[0-9]*.out; do
 	p=$(sed -n 's/^sent //p' "$f")
 	[ "$f" = /tmp/room-c/1.out ] || kill -USR1 "$p"
 done
-i=0
-while [ "$(cat /tmp/room-c/[0-9]*.out | grep -c '^replies=')" -lt $N ] &&
-      [ $i -lt 1200 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-wait $hostile
+wait_callers '^replies=' && wait $hostile
 expect_eq "all $N callers then read and get their 4 replies each, whole and in order ($((N * 4)) replies)" \
 	$N "$(cat /tmp/room-c/[0-9]*.out | grep -c '^replies=4 ok=4 in-order=1 errors=0$')"
 expect_match "... and the service still answers" '^calls=10 ok=10 errors=0 ' \
