@@ -51,12 +51,12 @@ callers_with() {
 wait_callers() {
 	_last=-1 _idle=0
 	while :; do
-		_n=$(callers_with "$1|^exit ")
-		[ "$_n" -ge $N ] && return 0
-		if [ "$_n" != "$_last" ]; then
-			_last=$_n _idle=0
+		_c=$(callers_with "$1|^exit ")
+		[ "$_c" -ge $N ] && return 0
+		if [ "$_c" != "$_last" ]; then
+			_last=$_c _idle=0
 		elif [ $_idle -ge 1800 ]; then
-			echo "# no caller got further in 180 s: $_n of $N did"
+			echo "# no caller got further in 180 s: $_c of $N did"
 			return 1
 		fi
 		sleep 0.1
