@@ -131,6 +131,9 @@ as_nobody /tmp/room-hoard.out "ulimit -n 16 &&
 check "a service as uid 65534 with 16 files allowed owns com.example.Hoard" \
 	wait_for_name com.example.Hoard
 hoard=$(sed -n 's/^ready //p' /tmp/room-hoard.out)
+hoard_pid=$(dbus-send --session --print-reply --dest=org.freedesktop.DBus / \
+	org.freedesktop.DBus.GetConnectionUnixProcessID string:"$hoard" 2>&1 |
+	sed -n 's/^ *uint32 //p')
 timeout 20 dbus-send --session --type=method_call --dest=com.example.Hoard / \
 	com.example.Echo.Stall uint32:600000 >/dev/null 2>&1
 out=$(timeout 30 afbus-fds --no-reply --count 3 "$hoard" 8 2>&1)
@@ -140,5 +143,8 @@ out=$(timeout 30 afbus-fds com.example.Hoard 1 2>&1)
 printf "%s\n" "$out" | head -n 3 | sed "s/^/#   /"
 expect_match "a call with a file through the daemon to it: LimitsExceeded from the daemon at once, saying the kernel refused it" \
 	'^error org\.freedesktop\.DBus\.Error\.LimitsExceeded from org\.freedesktop\.DBus: The kernel refused to deliver the message to com\.example\.Hoard' "$out"
+# (the stalled callee would outlive the daemon until its stall ends,
+# and finish waits for it)
+kill "$hoard_pid"
 
 finish
