@@ -114,6 +114,12 @@ expect_eq "all $N callers then read and get their 4 replies each, whole and in o
 	$N "$(cat /tmp/room-c/[0-9]*.out | grep -c '^replies=4 ok=4 in-order=1 errors=0$')"
 expect_match "... and the service still answers" '^calls=10 ok=10 errors=0 ' \
 	"$(timeout 60 afbus-echo-client "$svc" 10 2>&1)"
+# (what the callers that did not get their 4 replies, and a service that
+# ended, said: for a failure above)
+grep -L '^replies=4 ok=4 in-order=1 errors=0$' /tmp/room-c/[0-9]*.out | head -n 3 |
+	while read -r f; do sed "s|^|#   $f: |" "$f"; done
+kill -0 "$svc_pid" 2>/dev/null ||
+	sed 's/^/#   the service ended; it said: /' /tmp/room-svc.out | tail -n 5
 
 # A relay the kernel refuses for another reason than the caller's limit
 # is answered too, with the error dbus-daemon sends for that cause
