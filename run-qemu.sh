@@ -23,7 +23,10 @@
 #                           kcsan.config: the data-race detector, which
 #                           excludes the debug kernel's KASAN; no kmemleak),
 #                           on demand, not in CI: about 5x slower than
-#                           the test kernel; a "BUG: KCSAN:" line fails it
+#                           the test kernel; a "BUG: KCSAN:" report fails
+#                           it unless tests/kcsan-accepted accepts it (a
+#                           reviewed pair of functions outside AF_BUS; the
+#                           verdict prints each accepted report)
 #   ./run-qemu.sh --kcsan-strict [--check]
 #                           the same with KCSAN's strict mode (kcsan.config
 #                           and kernel-patches/kcsan-strict.config, in
@@ -184,7 +187,10 @@ OUT_DISK=
 IN_DISK=
 
 # Kernel messages that mean something went wrong in the guest.  Matched
-# against the guest's dmesg only (not against test output).
+# against the guest's dmesg only (not against test output), once the
+# KCSAN reports that KCSAN_ACCEPTED accepts are taken out of it
+# (build-aux/kcsan-filter.awk; doc/testing.md, "Accepted KCSAN reports").
+KCSAN_ACCEPTED=$AFBUS_TOP/tests/kcsan-accepted
 BAD_KMSG='(BUG|WARNING|INFO|Oops|UBSAN):|kernel BUG at|cut here|Call Trace|KASAN|kmemleak: [0-9]+ new suspected memory leak|unreferenced object|possible circular locking|general protection fault|Kernel panic|RIP: [0-9a-f]{4}:'
 
 usage() {
@@ -305,13 +311,26 @@ guest_verdicts() {
 		failed=$((failed + 1))
 		return
 	fi
-	bad=$(guest_dmesg | grep -E "$BAD_KMSG" || true)
+	local notes=$AFBUS_BUILD/kcsan-accepted.notes accepted= kmsg
+	rm -f "$notes"
+	if ! kmsg=$(guest_dmesg |
+		awk -v accepted="$KCSAN_ACCEPTED" -v notes="$notes" \
+			-f "$AFBUS_TOP/build-aux/kcsan-filter.awk"); then
+		echo "# build-aux/kcsan-filter.awk failed: no KCSAN report is accepted"
+		rm -f "$notes"
+		kmsg=$(guest_dmesg)
+	fi
+	bad=$(printf '%s\n' "$kmsg" | grep -E "$BAD_KMSG" || true)
+	if [ -s "$notes" ]; then
+		accepted=" (KCSAN reports accepted: $(grep -c "^accepted: " "$notes" || true), tests/kcsan-accepted)"
+		sed 's/^/  /' "$notes"
+	fi
 	if [ -n "$bad" ]; then
-		echo "FAIL: $what kernel log has errors:"
+		echo "FAIL: $what kernel log has errors$accepted:"
 		echo "$bad" | head -n 40 | sed 's/^/  /'
 		failed=$((failed + 1))
 	else
-		echo "ok - $what kernel log is clean"
+		echo "ok - $what kernel log is clean$accepted"
 		passed=$((passed + 1))
 	fi
 }

@@ -10,7 +10,9 @@
  *	com.example.Reply:
  *	  Echo (s) -> s     the string back
  *	  Fd () -> h        a pipe holding "reply with a pipe"
- *	  Stall (u ms) -> s sleeps ms milliseconds, then answers "stalled"
+ *	  Stall () -> s     keeps the call unanswered ("stalling CALLER
+ *	                    SERIAL": the caller's unique name and the call's
+ *	                    serial) until a Release answers it "stalled"
  *	  Twice () -> s     answers "first", then sends the very same reply
  *	                    again ("replay: RESULT") and then an error to the
  *	                    same call ("late-error: RESULT")
@@ -18,10 +20,11 @@
  *	                    anyway ("unasked: RESULT")
  *	  Hold ()           keeps the call unanswered ("held N": N calls
  *	                    held since it started)
- *	  Release () -> s   answers every held call "released", then itself
+ *	  Release () -> s   answers every held call "released" and every
+ *	                    stalled one "stalled", then itself "released"
  *	RESULT is "sent" or the error of sendto(2), e.g. "Operation not
  *	permitted".
- * afbus-reply call DEST METHOD TIMEOUT-MS [STRING-OR-MS]
+ * afbus-reply call DEST METHOD TIMEOUT-MS [STRING]
  *	Calls com.example.Reply.METHOD; prints "caller UNIQUE-NAME" and
  *	"serial N" once the call is written, then "reply SENDER [STRING]"
  *	(for Fd: what it read from the pipe), or "error NAME: MESSAGE"; for
@@ -132,8 +135,8 @@ static void say(const char *what, const char *result)
 static int serve(const char *name)
 {
 	DBusError error = DBUS_ERROR_INIT;
-	DBusMessage *held[MAX_HELD];
-	int n_held = 0, total_held = 0, ret, i;
+	DBusMessage *held[MAX_HELD], *stalled[MAX_HELD];
+	int n_held = 0, total_held = 0, n_stalled = 0, ret, i;
 
 	connect_bus();
 	ret = dbus_bus_request_name(c, name, DBUS_NAME_FLAG_DO_NOT_QUEUE, &error);
@@ -169,19 +172,12 @@ static int serve(const char *name)
 				close(p[0]);
 				dbus_message_unref(r);
 			} else if (dbus_message_is_method_call(m, IFACE, "Stall")) {
-				dbus_uint32_t ms;
-
-				if (dbus_message_get_args(m, &error, DBUS_TYPE_UINT32, &ms,
-							  DBUS_TYPE_INVALID)) {
-					struct timespec ts = {
-						.tv_sec = ms / 1000,
-						.tv_nsec = (ms % 1000) * 1000000L,
-					};
-
-					nanosleep(&ts, NULL);
-					reply_string(m, "stalled");
-				} else {
-					dbus_error_free(&error);
+				if (n_stalled < MAX_HELD) {
+					stalled[n_stalled++] = dbus_message_ref(m);
+					printf("stalling %s %u\n",
+					       dbus_message_get_sender(m),
+					       dbus_message_get_serial(m));
+					fflush(stdout);
 				}
 			} else if (dbus_message_is_method_call(m, IFACE, "Twice")) {
 				DBusMessage *r = dbus_message_new_method_return(m);
@@ -236,6 +232,11 @@ static int serve(const char *name)
 					dbus_message_unref(held[i]);
 				}
 				n_held = 0;
+				for (i = 0; i < n_stalled; i++) {
+					reply_string(stalled[i], "stalled");
+					dbus_message_unref(stalled[i]);
+				}
+				n_stalled = 0;
 				reply_string(m, "released");
 			}
 			dbus_message_unref(m);
@@ -286,14 +287,10 @@ static int call(const char *dest, const char *method, int timeout,
 {
 	DBusPendingCall *pending;
 	DBusMessage *m, *r;
-	dbus_uint32_t ms;
 
 	connect_bus();
 	m = new_call(dest, method);
-	if (arg && !strcmp(method, "Stall")) {
-		ms = strtoul(arg, NULL, 0);
-		dbus_message_append_args(m, DBUS_TYPE_UINT32, &ms, DBUS_TYPE_INVALID);
-	} else if (arg) {
+	if (arg) {
 		dbus_message_append_args(m, DBUS_TYPE_STRING, &arg, DBUS_TYPE_INVALID);
 	}
 	if (!dbus_connection_send_with_reply(c, m, &pending, timeout) || !pending)

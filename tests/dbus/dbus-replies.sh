@@ -144,20 +144,29 @@ expect_match "nfdbus-ctl peer: the kernel marks only connected clients" \
 	'peer: No such file or directory' \
 	"$(nfdbus-ctl peer "$path" 0x7fffffff monitor 2>&1)"
 
-# Right serial, wrong replier: while the service takes its time, a
-# third client answers the caller's call.
+# Right serial, wrong replier: while the service holds the caller's
+# call (Stall: it answers only once told to, by a Release), a third
+# client answers it.  The forgers start once the service said it has
+# the call, and the service answers once they are done: no race with
+# a clock however slow the kernel (the call's own timeout, 10 min, and
+# the tool's, are guards against a hang only).
 base=$(unrequested)
-timeout 30 afbus-reply call "$svc" Stall 20000 3000 >/tmp/rp-call.out 2>&1 &
+timeout 900 afbus-reply call "$svc" Stall 600000 >/tmp/rp-call.out 2>&1 &
 call_pid=$!
-wait_for_line /tmp/rp-call.out '^serial '
+wait_for_line /tmp/rp-call.out '^serial ' 600
 serial=$(sed -n 's/^serial //p' /tmp/rp-call.out)
 caller=$(sed -n 's/^caller //p' /tmp/rp-call.out)
+wait_for_line $svc_out "^stalling $caller $serial\$" 600
+expect_eq "the service holds the call unanswered" \
+	"stalling $caller $serial" "$(grep '^stalling ' $svc_out | tail -n 1)"
 out=$(afbus-reply forge "$caller" "$serial" 2>&1)
 expect_eq "a method return from the wrong replier, right serial: EPERM" \
 	"forge: Operation not permitted" "$out"
 out=$(afbus-reply forge "$caller" "$serial" error 2>&1)
 expect_eq "an error from the wrong replier, right serial: EPERM" \
 	"forge: Operation not permitted" "$out"
+expect_eq "... the service answers it once told to" "reply $svc released" \
+	"$(timeout 30 afbus-reply call "$svc" Release 20000 2>&1 | tail -n 1)"
 wait "$call_pid"
 expect_eq "the caller gets the true reply, from the service" \
 	"reply $svc stalled" "$(tail -n 1 /tmp/rp-call.out)"

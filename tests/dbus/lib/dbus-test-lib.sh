@@ -101,11 +101,12 @@ wait_for_name() {
 	return 1
 }
 
-# wait_for_line FILE REGEX: until a line of FILE matches REGEX (grep -E;
-# 20 s at most).
+# wait_for_line FILE REGEX [SECONDS]: until a line of FILE matches REGEX
+# (grep -E; SECONDS at most, default 20: a guard against a hang, for the
+# check that follows to fail, never a wait meant to pass).
 wait_for_line() {
 	i=0
-	while ! grep -Eq -- "$2" "$1" 2>/dev/null && [ $i -lt 200 ]; do
+	while ! grep -Eq -- "$2" "$1" 2>/dev/null && [ $i -lt $((${3:-20} * 10)) ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done
