@@ -311,13 +311,13 @@ guest_verdicts() {
 		failed=$((failed + 1))
 		return
 	fi
-	local notes=$AFBUS_BUILD/kcsan-accepted.notes accepted= kmsg
-	rm -f "$notes"
+	local notes accepted= kmsg
+	notes=$(mktemp)
 	if ! kmsg=$(guest_dmesg |
 		awk -v accepted="$KCSAN_ACCEPTED" -v notes="$notes" \
 			-f "$AFBUS_TOP/build-aux/kcsan-filter.awk"); then
 		echo "# build-aux/kcsan-filter.awk failed: no KCSAN report is accepted"
-		rm -f "$notes"
+		: >"$notes"
 		kmsg=$(guest_dmesg)
 	fi
 	bad=$(printf '%s\n' "$kmsg" | grep -E "$BAD_KMSG" || true)
@@ -325,6 +325,7 @@ guest_verdicts() {
 		accepted=" (KCSAN reports accepted: $(grep -c "^accepted: " "$notes" || true), tests/kcsan-accepted)"
 		sed 's/^/  /' "$notes"
 	fi
+	rm -f "$notes"
 	if [ -n "$bad" ]; then
 		echo "FAIL: $what kernel log has errors$accepted:"
 		echo "$bad" | head -n 40 | sed 's/^/  /'
