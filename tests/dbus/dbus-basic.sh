@@ -182,6 +182,7 @@ check "the same message with the true SENDER is obeyed" sh -c "! kill -0 $victim
 # The field goes last, then first (the recipient's libdbus sees at once
 # whether the known fields fill the header).
 for where in "" first; do
+	: >/tmp/hf.out # (the first round's "ready" line is not this one's)
 	afbus-header-field recv >/tmp/hf.out 2>&1 &
 	hf_pid=$!
 	wait_ready /tmp/hf.out

@@ -77,6 +77,7 @@ EOF
 # found the caller gone (2 s once) sent through the daemon, which
 # refuses the interface too, so the kernel's counter did not move.
 forged() {
+	: >/tmp/gh-caller.out # (not an earlier caller's line)
 	$GD $GPY slowcall "$AF" "$svc" 8000 >/tmp/gh-caller.out 2>&1 &
 	_caller=$!
 	wait_for_line /tmp/gh-caller.out '^caller '
@@ -101,6 +102,7 @@ expect_match "... and change nothing: its call gets the service's answer, not No
 
 # A forged reply (afbus-reply forge: the errno of its send) to a waiting
 # call (15 s: the forgeries take a while under TCG)
+: >/tmp/gh-caller.out
 $GD $GPY slowcall "$AF" "$svc" 15000 >/tmp/gh-caller.out 2>&1 &
 caller=$!
 wait_for_line /tmp/gh-caller.out '^caller '

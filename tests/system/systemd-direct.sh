@@ -97,6 +97,7 @@ expect_eq "... and passes it a pipe" "reply fd-passed" "$(timeout 30 sdbus-peer 
 kill $fsvc
 wait $fsvc 2>/dev/null
 
+: >/tmp/sdsvc.out # (not the first service's "ready" line)
 sdbus-peer serve com.example.Echo >/tmp/sdsvc.out 2>&1 &
 svc=$!
 _pids="$_pids $svc"

@@ -73,6 +73,7 @@ ms=$(elapsed_ms "$out")
 check "... after the 20 s stall (${ms:-none} ms), not at once" test "${ms:-0}" -ge 20000
 
 # --- forged replies
+: >/tmp/victim.out # (not the first victim's "serial" line)
 $AS_USER sdbus-peer watch-stall "$name" 10000 >/tmp/victim.out 2>&1 &
 victim_pid=$!
 wait_for_line /tmp/victim.out '^serial '

@@ -113,7 +113,10 @@ wait_for_line() {
 }
 
 # wait_ready FILE...: until each test tool printed its "ready" (or
-# "queued") line (20 s at most each).
+# "queued") line (20 s at most each).  A FILE written before must be
+# emptied before its new tool starts (the tool's own redirection may
+# come after this wait began); run-tests removes /tmp/*.out between
+# scripts.
 wait_ready() {
 	for f in "$@"; do
 		wait_for_line "$f" '^(ready|queued) '
