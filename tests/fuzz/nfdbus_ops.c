@@ -48,6 +48,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1490,6 +1491,27 @@ static size_t relay_message(unsigned char *buf, size_t size, int type,
 }
 
 /*
+ * Whether @a or @k (op_relay()'s sockets, not in the slots yet) was shut
+ * down, closed, or replaced since @ino_a and @ino_k were taken: another
+ * thread's operation on a slot's descriptor that was closed meanwhile and
+ * whose number one of them got (op_shutdown(), or slot_put() closing the
+ * slot's old number). Either end's shutdown makes the other's send fail
+ * with EPIPE, which is then that race, not the kernel's.
+ */
+static bool relay_raced(int a, int k, ino_t ino_a, ino_t ino_k)
+{
+	struct pollfd p[2] = {
+		{ .fd = a, .events = POLLRDHUP }, { .fd = k, .events = POLLRDHUP },
+	};
+	struct stat st;
+
+	if (fstat(a, &st) || st.st_ino != ino_a ||
+	    fstat(k, &st) || st.st_ino != ino_k || poll(p, 2, 0) < 0)
+		return true;
+	return (p[0].revents | p[1].revents) & (POLLRDHUP | POLLHUP | POLLNVAL);
+}
+
+/*
  * On a bus of its own (master m, a the accepted socket of the callee,
  * which never answers but once, c the caller): with reply tracking and a
  * random limit, the master forwards calls for c until the kernel refuses
@@ -1508,8 +1530,16 @@ void op_relay_burst(struct thread_ctx *t, int m, int a, int c, int k)
 	struct nfdbus_bus b;
 	struct nfdbus *h;
 	size_t mlen;
+	ino_t ino_a, ino_k;
+	struct stat st;
 	ssize_t ret;
 
+	if (fstat(a, &st))
+		return;
+	ino_a = st.st_ino;
+	if (fstat(k, &st))
+		return;
+	ino_k = st.st_ino;
 	if (nfdbus_bus_from_master(&b, m) ||
 	    getsockname(k, (struct sockaddr *)&sa, &len))
 		return;
@@ -1536,7 +1566,10 @@ void op_relay_burst(struct thread_ctx *t, int m, int a, int c, int k)
 			ok++;
 		else if (errno == EDQUOT)
 			quota++;
-		else if (errno != EINTR)
+		else if (errno == EPIPE && relay_raced(a, k, ino_a, ino_k)) {
+			__atomic_add_fetch(&sh->raced, 1, __ATOMIC_RELAXED);
+			return;
+		} else if (errno != EINTR)
 			report("worker thread %u: forwarded call %u: %s", t->idx,
 			       i, strerror(errno));
 	}
@@ -1552,7 +1585,9 @@ void op_relay_burst(struct thread_ctx *t, int m, int a, int c, int k)
 			     callee, 1, 1);
 	ret = sendto(k, buf, mlen, MSG_DONTWAIT | MSG_NOSIGNAL,
 		     (struct sockaddr *)&sa, len);
-	if (ret < 0 && errno != EINTR)
+	if (ret < 0 && errno == EPIPE && relay_raced(a, k, ino_a, ino_k))
+		__atomic_add_fetch(&sh->raced, 1, __ATOMIC_RELAXED);
+	else if (ret < 0 && errno != EINTR)
 		report("worker thread %u: the answer to a forwarded call: %s",
 		       t->idx, strerror(errno));
 	/* a client's multicast reply is refused: D-Bus broadcasts signals */
