@@ -453,9 +453,12 @@ TEST(bus_budget)
  * With memory cgroups, what is queued is charged to the recipient's
  * cgroup (socket memory: "sock" in memory.stat, and memory.current), not
  * to the sender's: a sender cannot make a service's cgroup pay for what
- * it sends, nor escape its own limit by queueing to others.  The test
- * mounts cgroup2 in a mount namespace of its own (the guest's mounts stay
- * as they are); the test kernel has CONFIG_MEMCG (af_bus.config).
+ * it sends, nor escape its own limit by queueing to others.  A message
+ * is charged to its sender's cgroup only while send(2) holds it.  The
+ * socket core charges it (AF_BUS's struct proto has a memory_allocated,
+ * and __sk_mem_schedule() charges the socket's sk_memcg).  The tests
+ * mount cgroup2 in a mount namespace of their own (the guest's mounts
+ * stay as they are); the test kernel has CONFIG_MEMCG (af_bus.config).
  * memory.current may be off by what each CPU keeps charged in advance
  * (MEMCG_CHARGE_BATCH, 64 pages): the margins below are 1 MiB against
  * 4 MiB queued.
@@ -499,21 +502,13 @@ static int memcg_enter(const char *cg)
 	return write_long(path, getpid());
 }
 
-TEST_F(mem, memcg_charged_to_recipient)
+/* cgroup2, with the memory controller, in a mount namespace of the
+ * calling test's own, and the cgroups CG_RCPT and CG_SNDR
+ */
+static void memcg_setup(struct __test_metadata *_metadata)
 {
-	static char buf[64 * 1024];
-	long rcpt_sock, rcpt_cur, sndr_sock, sndr_cur;
-	const long queued = MEMCG_N_MSGS * (long)sizeof(buf);
-	int sv[2], x, y, ya, i, status, n;
-	struct bus_name to;
-	__u64 addr;
-	pid_t pid;
-	char c;
 	FILE *f;
 
-	/* cgroup2, with the memory controller, in a mount namespace of
-	 * this test's own
-	 */
 	ASSERT_OK(unshare(CLONE_NEWNS));
 	ASSERT_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
 	mkdir(CG_ROOT, 0755);
@@ -528,7 +523,20 @@ TEST_F(mem, memcg_charged_to_recipient)
 	rmdir(CG_SNDR);
 	ASSERT_OK(mkdir(CG_RCPT, 0755));
 	ASSERT_OK(mkdir(CG_SNDR, 0755));
+}
 
+TEST_F(mem, memcg_charged_to_recipient)
+{
+	static char buf[64 * 1024];
+	long rcpt_sock, rcpt_cur, sndr_sock, sndr_cur;
+	const long queued = MEMCG_N_MSGS * (long)sizeof(buf);
+	int sv[2], x, y, ya, i, status, n;
+	struct bus_name to;
+	__u64 addr;
+	pid_t pid;
+	char c;
+
+	memcg_setup(_metadata);
 	ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
 	ASSERT_OK(set_int(self->m, BUS_SET_MSG_MAX, sizeof(buf)));
 	pid = fork();
@@ -610,6 +618,134 @@ TEST_F(mem, memcg_charged_to_recipient)
 	close(x);
 	close(sv[0]);
 	close(sv[1]);
+	ASSERT_OK(rmdir(CG_RCPT));
+	ASSERT_OK(rmdir(CG_SNDR));
+}
+
+/*
+ * What send(2) holds is charged to the sender's cgroup: here a message
+ * that waits for room in a recipient that holds one already.  Once
+ * queued, it is the recipient's; each copy of a multicast is charged to
+ * its recipient, whole; and a recipient that closes without reading
+ * gives its cgroup back what was queued to it.  All the sockets are made
+ * by this process: a socket's cgroup is that of the task that made it
+ * (for an accepted socket, the client that connected).
+ */
+#define MEMCG_BIG	(2 * MIB)
+#define MEMCG_PFX	0x77
+
+struct memcg_send {
+	int fd;
+	const struct bus_name *bus;
+	__u64 to;
+};
+
+static long memcg_send_big(void *p)
+{
+	static char big[MEMCG_BIG];
+	struct memcg_send *a = p;
+
+	return bus_sendto(a->fd, a->bus, a->to, big, sizeof(big), 0);
+}
+
+/* wait up to 5 s for the socket memory of cgroup cg to be at least
+ * (more) or below (!more) v: the statistics are flushed lazily
+ */
+static long memcg_sock_wait(const char *cg, long v, bool more)
+{
+	long now;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		now = memcg_sock(cg);
+		if (more ? now >= v : now < v)
+			break;
+		usleep(10000);
+	}
+	return now;
+}
+
+TEST_F(mem, memcg_charged_to_sender_while_sending)
+{
+	static char big[MEMCG_BIG];
+	long rcpt_sock, rcpt_cur, sndr_sock, sndr_cur, now;
+	int x, xa, r2, r2a, y, ya;
+	struct memcg_send arg;
+	struct bus_call call;
+
+	memcg_setup(_metadata);
+	ASSERT_OK(set_int(self->m, BUS_SET_MSG_MAX, MEMCG_BIG));
+
+	/* two recipients made in their cgroup, members of a prefix */
+	ASSERT_OK(memcg_enter(CG_RCPT));
+	x = bus_connect(_metadata, &self->bus);
+	xa = bus_accept(_metadata, self->m);
+	bus_join(_metadata, xa);
+	ASSERT_OK(bus_addr_opt(xa, BUS_ADD_ADDR, bus_mkaddr(MEMCG_PFX, 1)));
+	r2 = bus_connect(_metadata, &self->bus);
+	r2a = bus_accept(_metadata, self->m);
+	bus_join(_metadata, r2a);
+	ASSERT_OK(bus_addr_opt(r2a, BUS_ADD_ADDR, bus_mkaddr(MEMCG_PFX, 2)));
+	/* the sender, made in the other cgroup */
+	ASSERT_OK(memcg_enter(CG_SNDR));
+	y = bus_connect(_metadata, &self->bus);
+	ya = bus_accept(_metadata, self->m);
+	bus_join(_metadata, ya);
+	bus_set_timeouts(_metadata, y, 30000);
+
+	rcpt_sock = memcg_sock(CG_RCPT);
+	rcpt_cur = memcg_current(CG_RCPT);
+	sndr_sock = memcg_sock(CG_SNDR);
+	sndr_cur = memcg_current(CG_SNDR);
+	ASSERT_LE(0, rcpt_sock);
+	ASSERT_LE(0, sndr_sock);
+
+	/* a multicast: both copies charged to the recipients' cgroup */
+	ASSERT_EQ(MEMCG_BIG, bus_sendto(y, &self->bus, bus_mcast(MEMCG_PFX),
+					big, MEMCG_BIG, MSG_DONTWAIT));
+	now = memcg_sock_wait(CG_RCPT, rcpt_sock + 2 * MEMCG_BIG, true);
+	TH_LOG("multicast of %ld to 2: recipients' sock +%ld, sender's +%ld",
+	       MEMCG_BIG, now - rcpt_sock, memcg_sock(CG_SNDR) - sndr_sock);
+	ASSERT_LE(2 * MEMCG_BIG, now - rcpt_sock);
+	ASSERT_LE(2 * MEMCG_BIG, memcg_current(CG_RCPT) - rcpt_cur);
+	ASSERT_GT(64 * KIB, memcg_sock(CG_SNDR) - sndr_sock);
+
+	/* x holds one message: a second waits in send(2), charged to the
+	 * sender
+	 */
+	arg = (struct memcg_send){ .fd = y, .bus = &self->bus,
+				   .to = bus_mkaddr(MEMCG_PFX, 1) };
+	call = (struct bus_call){ .fn = memcg_send_big, .arg = &arg };
+	bus_call_start_blocked(_metadata, &call);
+	now = memcg_sock_wait(CG_SNDR, sndr_sock + MEMCG_BIG, true);
+	TH_LOG("waiting in send(2): sender's sock +%ld current +%ld",
+	       now - sndr_sock, memcg_current(CG_SNDR) - sndr_cur);
+	ASSERT_LE(MEMCG_BIG, now - sndr_sock);
+	ASSERT_LE(MEMCG_BIG / 2, memcg_current(CG_SNDR) - sndr_cur);
+	ASSERT_EQ(-2, call.ret) TH_LOG("the send did not wait");
+
+	/* x reads one: the waiting message goes out, to x's cgroup */
+	ASSERT_EQ(MEMCG_BIG, recv(x, big, sizeof(big), 0));
+	bus_call_finish(_metadata, &call);
+	ASSERT_EQ(MEMCG_BIG, call.ret) TH_LOG("send: %s", strerror(call.err));
+	now = memcg_sock_wait(CG_SNDR, sndr_sock + 64 * KIB, false);
+	ASSERT_GT(64 * KIB, now - sndr_sock);
+	ASSERT_LE(2 * MEMCG_BIG, memcg_sock(CG_RCPT) - rcpt_sock);
+
+	/* the recipients close without reading: all given back */
+	close(x);
+	close(xa);
+	close(r2);
+	close(r2a);
+	now = memcg_sock_wait(CG_RCPT, rcpt_sock + 64 * KIB, false);
+	TH_LOG("closed: recipients' sock +%ld current +%ld", now - rcpt_sock,
+	       memcg_current(CG_RCPT) - rcpt_cur);
+	ASSERT_GT(64 * KIB, now - rcpt_sock);
+	ASSERT_GT(rcpt_cur + MEMCG_BIG / 2, memcg_current(CG_RCPT));
+
+	ASSERT_OK(memcg_enter(CG_ROOT));
+	close(y);
+	close(ya);
 	ASSERT_OK(rmdir(CG_RCPT));
 	ASSERT_OK(rmdir(CG_SNDR));
 }
