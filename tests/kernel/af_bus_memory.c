@@ -750,4 +750,64 @@ TEST_F(mem, memcg_charged_to_sender_while_sending)
 	ASSERT_OK(rmdir(CG_SNDR));
 }
 
+/*
+ * SO_RESERVE_MEM, which the socket core grants a socket that accounts
+ * its memory in a memory cgroup (a UDP socket, in the same cgroup, shows
+ * that it would be granted), fails with EOPNOTSUPP on AF_BUS sockets: a
+ * reservation would be charged to no budget (net.bus.user_mem).  AF_BUS
+ * takes the SOL_SOCKET options itself for that; the others still reach
+ * the socket core, and an unknown one still gets ENOPROTOOPT.
+ */
+TEST_F(mem, reserve_mem_refused)
+{
+	int udp, fds[2], val, i;
+	socklen_t len;
+
+	memcg_setup(_metadata);
+	ASSERT_OK(memcg_enter(CG_SNDR));
+
+	udp = socket(AF_INET, SOCK_DGRAM, 0);
+	ASSERT_LE(0, udp);
+	val = 64 * KIB;
+	ASSERT_OK(setsockopt(udp, SOL_SOCKET, SO_RESERVE_MEM, &val,
+			     sizeof(val)));
+	len = sizeof(val);
+	ASSERT_OK(getsockopt(udp, SOL_SOCKET, SO_RESERVE_MEM, &val, &len));
+	ASSERT_LE(64 * KIB, val);
+
+	/* a client and its accepted socket, both of this cgroup */
+	fds[0] = bus_connect(_metadata, &self->bus);
+	fds[1] = bus_accept(_metadata, self->m);
+	bus_join(_metadata, fds[1]);
+	for (i = 0; i < 2; i++) {
+		val = 64 * KIB;
+		ASSERT_EQ(-1, setsockopt(fds[i], SOL_SOCKET, SO_RESERVE_MEM,
+					 &val, sizeof(val)));
+		ASSERT_EQ(EOPNOTSUPP, errno);
+		val = -1;
+		len = sizeof(val);
+		ASSERT_OK(getsockopt(fds[i], SOL_SOCKET, SO_RESERVE_MEM, &val,
+				     &len));
+		ASSERT_EQ(0, val);
+
+		val = 32 * KIB;
+		ASSERT_OK(setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &val,
+				     sizeof(val)));
+		len = sizeof(val);
+		ASSERT_OK(getsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &val, &len));
+		ASSERT_EQ(64 * KIB, val);	/* doubled, as on any socket */
+		val = 1;
+		ASSERT_EQ(-1, setsockopt(fds[i], SOL_SOCKET, 0x7fff, &val,
+					 sizeof(val)));
+		ASSERT_EQ(ENOPROTOOPT, errno);
+	}
+
+	ASSERT_OK(memcg_enter(CG_ROOT));
+	close(fds[0]);
+	close(fds[1]);
+	close(udp);
+	ASSERT_OK(rmdir(CG_RCPT));
+	ASSERT_OK(rmdir(CG_SNDR));
+}
+
 TEST_HARNESS_MAIN
