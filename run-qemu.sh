@@ -114,6 +114,10 @@
 #                           (tests/kernel/af_bus_selinux, which loads its own
 #                           policies, tests/selinux/) (default: 1, and 0
 #                           with --debug)
+#   AFBUS_CGROUP_V1=0|1     the same with afbus.cgroup_v1=1 for the unit
+#                           of cgroup v1's memory controller (tests/kernel/
+#                           af_bus_memcg_v1, which needs a boot where no v2
+#                           cgroup used it) (default: 1, and 0 with --debug)
 #   AFBUS_LSM_TIMEOUT=600   seconds before such a guest is declared hung
 #   AFBUS_SYSTEM=0|1        run the system guest's tests in a --check run
 #                           (default: 1, and 0 with --debug)
@@ -387,15 +391,20 @@ report() {
 # boots the same kernel again with lsm=LSM for them.
 APPARMOR_UNITS=nfdbus_apparmor
 SELINUX_UNITS=af_bus_selinux
+# and the unit of cgroup v1's memory controller, which can be mounted on
+# a v1 hierarchy only in a boot where no v2 cgroup used it
+CGROUP_V1_UNITS=af_bus_memcg_v1
 LSM_TIMEOUT=${AFBUS_LSM_TIMEOUT:-600}
 
-# lsm_check LSM UNITS: the same kernel and initramfs booted again with
-# lsm=LSM, running only UNITS (comma-separated; those AFBUS_ONLY selects,
-# in a development run), logged in build/guest-LSM.log, their counts and
-# the host's verdicts added to the totals.  Here a skipped case fails:
-# it means the LSM or its tools are missing from the guest.
+# lsm_check LSM UNITS [APPEND]: the same kernel and initramfs booted
+# again with lsm=LSM (or the kernel parameters APPEND, LSM then only
+# names the boot), running only UNITS (comma-separated; those AFBUS_ONLY
+# selects, in a development run), logged in build/guest-LSM.log, their
+# counts and the host's verdicts added to the totals.  Here a skipped
+# case fails: it means the LSM, or what the boot is for, or its tools
+# are missing from the guest.
 lsm_check() {
-	local lsm=$1 units=$2 rc=0 p f s only pat sel
+	local lsm=$1 units=$2 append=${3:-lsm=$1} rc=0 p f s only pat sel
 	if [ -n "${AFBUS_ONLY:-}" ]; then
 		sel=
 		set -f
@@ -410,8 +419,8 @@ lsm_check() {
 		units=$sel
 	fi
 	LOG=$AFBUS_BUILD/guest-$lsm.log
-	msg "$lsm guest: the test kernel with lsm=$lsm, $units (log: $LOG)"
-	(ROOTFS='' FUZZ_SECONDS=0 AFBUS_ONLY=$units GUEST_APPEND="$GUEST_APPEND lsm=$lsm"
+	msg "$lsm guest: the test kernel with $append, $units (log: $LOG)"
+	(ROOTFS='' FUZZ_SECONDS=0 AFBUS_ONLY=$units GUEST_APPEND="$GUEST_APPEND $append"
 	 run_qemu check timeout --foreground -k 10 "$LSM_TIMEOUT" </dev/null) || rc=$?
 	read -r p f s < <(guest_counts)
 	echo
@@ -419,7 +428,7 @@ lsm_check() {
 	tr -d '\r' <"$LOG" | grep -a -E '^[# ]*not ok |# SKIP' | head -n 20 || true
 	if [ "$s" != 0 ] || [ "$p" = 0 ]; then
 		echo "FAIL: the $lsm guest skipped $s case(s) and passed $p:" \
-			"$lsm is not running there, or its tools are missing"
+			"$append did not take, or its tools are missing"
 		f=$((f + 1))
 	fi
 	passed=$((passed + p)) failed=$((failed + f))
@@ -910,6 +919,12 @@ main() {
 		lsm_check selinux "$SELINUX_UNITS"
 	else
 		echo "skip - the SELinux guest's tests (AFBUS_SELINUX=0)"
+		skipped=$((skipped + 1))
+	fi
+	if [ "${AFBUS_CGROUP_V1:-$((1 - debug))}" = 1 ]; then
+		lsm_check cgroup-v1 "$CGROUP_V1_UNITS" afbus.cgroup_v1=1
+	else
+		echo "skip - the cgroup v1 guest's tests (AFBUS_CGROUP_V1=0)"
 		skipped=$((skipped + 1))
 	fi
 	if [ "${AFBUS_SYSTEM:-$((1 - debug))}" = 1 ]; then
