@@ -43,35 +43,19 @@ static bool v1_boot(void)
 
 static long v1_read(const char *cg, const char *file)
 {
-	char path[128], buf[64];
-	long v = -1;
-	FILE *f;
+	char path[128];
 
 	snprintf(path, sizeof(path), "%s/%s", cg, file);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fgets(buf, sizeof(buf), f))
-		v = strtol(buf, NULL, 10);
-	fclose(f);
-	return v;
+	return bus_read_long(path);
 }
 
 /* write "v" to cg/file: 0 or the errno */
 static int v1_write(const char *cg, const char *file, long v)
 {
-	char path[128], buf[32];
-	int fd, n, err = 0;
+	char path[128];
 
 	snprintf(path, sizeof(path), "%s/%s", cg, file);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return errno;
-	n = snprintf(buf, sizeof(buf), "%ld", v);
-	if (write(fd, buf, n) != n)
-		err = errno;
-	close(fd);
-	return err;
+	return bus_write_long(path, v);
 }
 
 /*

@@ -31,35 +31,6 @@
 /* s = p[0] sends, x = p[1] never reads */
 BUS_PEERS_FIXTURE(mem, 2, 2)
 
-static long read_long(const char *path)
-{
-	char buf[64];
-	long v = -1;
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return -1;
-	if (fgets(buf, sizeof(buf), f))
-		v = strtol(buf, NULL, 10);
-	fclose(f);
-	return v;
-}
-
-/* write(path, "value"): 0 or the errno */
-static int write_long(const char *path, long v)
-{
-	char buf[32];
-	int fd = open(path, O_WRONLY), n, err = 0;
-
-	if (fd < 0)
-		return errno;
-	n = snprintf(buf, sizeof(buf), "%ld", v);
-	if (write(fd, buf, n) != n)
-		err = errno;
-	close(fd);
-	return err;
-}
-
 static long mem_available_kib(void)
 {
 	char line[128];
@@ -102,18 +73,18 @@ static bool become(uid_t uid)
  */
 TEST(msg_max_capped)
 {
-	long rmem_max = read_long("/proc/sys/net/core/rmem_max");
-	long msg_max = read_long("/proc/sys/net/bus/msg_max");
+	long rmem_max = bus_read_long("/proc/sys/net/core/rmem_max");
+	long msg_max = bus_read_long("/proc/sys/net/bus/msg_max");
 	struct bus_name bus = bus_name_abstract();
 	int m, status;
 	pid_t pid;
 
 	ASSERT_LT(0, rmem_max);
 	ASSERT_EQ(2 * rmem_max, msg_max);
-	ASSERT_EQ(EINVAL, write_long("/proc/sys/net/bus/msg_max",
+	ASSERT_EQ(EINVAL, bus_write_long("/proc/sys/net/bus/msg_max",
 				     MSG_MAX_LIMIT + 1L));
-	ASSERT_EQ(EINVAL, write_long("/proc/sys/net/bus/msg_max", 0x7fffffff));
-	ASSERT_EQ(msg_max, read_long("/proc/sys/net/bus/msg_max"));
+	ASSERT_EQ(EINVAL, bus_write_long("/proc/sys/net/bus/msg_max", 0x7fffffff));
+	ASSERT_EQ(msg_max, bus_read_long("/proc/sys/net/bus/msg_max"));
 
 	m = bus_master(_metadata, &bus);
 	ASSERT_ERRNO(EINVAL, set_int(m, BUS_SET_MSG_MAX, MSG_MAX_LIMIT + 1));
@@ -320,8 +291,8 @@ static int victim(const struct bus_name *bus, __u64 *addrs, int report,
  */
 TEST_F_TIMEOUT(mem, unprivileged_user_bounded, 300)
 {
-	long user_mem = read_long("/proc/sys/net/bus/user_mem");
-	long rmem_max = read_long("/proc/sys/net/core/rmem_max");
+	long user_mem = bus_read_long("/proc/sys/net/bus/user_mem");
+	long rmem_max = bus_read_long("/proc/sys/net/core/rmem_max");
 	int rep[2], go[2], vrep[2], vgo[2], status, a1, a2;
 	struct attack_report ar;
 	long before, after, bound, msg_max;
@@ -412,10 +383,10 @@ TEST(bus_budget)
 	socklen_t len;
 
 	ASSERT_OK(unshare(CLONE_NEWNET));
-	ASSERT_EQ(0, write_long("/proc/sys/net/bus/bus_mem", 1 * MIB));
-	ASSERT_EQ(1 * MIB, read_long("/proc/sys/net/bus/bus_mem"));
+	ASSERT_EQ(0, bus_write_long("/proc/sys/net/bus/bus_mem", 1 * MIB));
+	ASSERT_EQ(1 * MIB, bus_read_long("/proc/sys/net/bus/bus_mem"));
 	/* the same for every namespace: set in the initial one only */
-	ASSERT_EQ(EACCES, write_long("/proc/sys/net/bus/user_mem", 1 * MIB));
+	ASSERT_EQ(EACCES, bus_write_long("/proc/sys/net/bus/user_mem", 1 * MIB));
 	bus_open_peers(_metadata, &bus, &m, p, 8, 8);
 	ASSERT_OK(set_int(m, BUS_SET_MSG_MAX, sizeof(buf)));
 	for (i = 1; i < 8; i++) {
@@ -490,7 +461,7 @@ static long memcg_current(const char *cg)
 	char path[128];
 
 	snprintf(path, sizeof(path), "%s/memory.current", cg);
-	return read_long(path);
+	return bus_read_long(path);
 }
 
 /* move the calling process into cgroup cg: 0 or the errno */
@@ -499,7 +470,7 @@ static int memcg_enter(const char *cg)
 	char path[128];
 
 	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
-	return write_long(path, getpid());
+	return bus_write_long(path, getpid());
 }
 
 /* cgroup2, with the memory controller, in a mount namespace of the

@@ -89,6 +89,38 @@ static inline int bus_errno_of(long ret)
 	return ret == -1 ? errno : 0;
 }
 
+/* The number a file such as a sysctl or a cgroup's starts with; -1 if
+ * it cannot be read.
+ */
+static inline long bus_read_long(const char *path)
+{
+	char buf[64];
+	long v = -1;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f))
+		v = strtol(buf, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/* write(path, "v"): 0 or the errno */
+static inline int bus_write_long(const char *path, long v)
+{
+	char buf[32];
+	int fd = open(path, O_WRONLY), n, err = 0;
+
+	if (fd < 0)
+		return errno;
+	n = snprintf(buf, sizeof(buf), "%ld", v);
+	if (write(fd, buf, n) != n)
+		err = errno;
+	close(fd);
+	return err;
+}
+
 /*
  * Expect expr to fail with -1 and errno == err (a 0 in the report means it
  * succeeded).  Like ASSERT_EQ it may be followed by a TH_LOG() statement.
