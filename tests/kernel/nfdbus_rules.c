@@ -376,4 +376,48 @@ TEST_F(rules, many_rules)
 	free(m.data);
 }
 
+/*
+ * The clients opted in to multicasts (those with rules) are on a list of
+ * their own, which a multicast walks with the eavesdroppers' list: an
+ * eavesdropper with a rule is on both and gets one copy; one that stops
+ * eavesdropping keeps what its rule matches; a client that leaves with
+ * its rules is off the list (a multicast after it reaches the others;
+ * the debug kernel's KASAN would see a use after free); a client whose
+ * rules are flushed is off it too, and an eavesdropper without rules is
+ * reached through the eavesdroppers' list.
+ */
+TEST_F(rules, opted_in_list)
+{
+	struct nfd_blob m = nfd_marshal(_metadata, &m1, false);
+
+	NFD_ADD(&self->b, 3, "member='Changed'", 0);
+	NFD_ADD(&self->b, 1, "member='Changed'", 0);
+	NFD_ADD(&self->b, 2, "member='Changed'", 0);
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0xe, nfd_receivers(_metadata, &self->b, m.data, m.len));
+
+	ASSERT_OK(setsockopt(self->b.p[3].afd, SOL_BUS, BUS_UNSET_EAVESDROP,
+			     NULL, 0));
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0xe, nfd_receivers(_metadata, &self->b, m.data, m.len));
+
+	bus_peer_close(&self->b.p[1]);
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0xc, nfd_receivers(_metadata, &self->b, m.data, m.len));
+
+	ASSERT_EQ(0, nfdbus_flush(self->b.h, &self->b.nb, self->b.p[2].addr));
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0x8, nfd_receivers(_metadata, &self->b, m.data, m.len));
+
+	ASSERT_EQ(0, nfdbus_flush(self->b.h, &self->b.nb, self->b.p[3].addr));
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0, nfd_receivers(_metadata, &self->b, m.data, m.len));
+
+	ASSERT_OK(setsockopt(self->b.p[3].afd, SOL_BUS, BUS_SET_EAVESDROP,
+			     NULL, 0));
+	ASSERT_EQ(0, nfd_mcast(&self->b, 0, m.data, m.len));
+	ASSERT_EQ(0x8, nfd_receivers(_metadata, &self->b, m.data, m.len));
+	free(m.data);
+}
+
 TEST_HARNESS_MAIN
