@@ -387,7 +387,7 @@ report() {
 }
 
 # The units of another major LSM than the test kernel's default (Smack),
-# which the first boot skips: af_bus.config builds them in, and lsm_check
+# which the first boot skips: af_bus.config builds them in, and boot_check
 # boots the same kernel again with lsm=LSM for them.
 APPARMOR_UNITS=nfdbus_apparmor
 SELINUX_UNITS=af_bus_selinux
@@ -396,14 +396,14 @@ SELINUX_UNITS=af_bus_selinux
 CGROUP_V1_UNITS=af_bus_memcg_v1
 LSM_TIMEOUT=${AFBUS_LSM_TIMEOUT:-600}
 
-# lsm_check LSM UNITS [APPEND]: the same kernel and initramfs booted
-# again with lsm=LSM (or the kernel parameters APPEND, LSM then only
-# names the boot), running only UNITS (comma-separated; those AFBUS_ONLY
-# selects, in a development run), logged in build/guest-LSM.log, their
-# counts and the host's verdicts added to the totals.  Here a skipped
-# case fails: it means the LSM, or what the boot is for, or its tools
-# are missing from the guest.
-lsm_check() {
+# boot_check NAME UNITS [APPEND]: the same kernel and initramfs booted
+# again with the kernel parameters APPEND (default lsm=NAME: NAME is an
+# LSM), running only UNITS (comma-separated; those AFBUS_ONLY selects,
+# in a development run), logged in build/guest-NAME.log, their counts
+# and the host's verdicts added to the totals.  Here a skipped case
+# fails: it means the LSM, or what the boot is for, or its tools are
+# missing from the guest.
+boot_check() {
 	local lsm=$1 units=$2 append=${3:-lsm=$1} rc=0 p f s only pat sel
 	if [ -n "${AFBUS_ONLY:-}" ]; then
 		sel=
@@ -910,19 +910,19 @@ main() {
 	run_qemu check timeout --foreground -k 10 "$TIMEOUT" </dev/null || rc=$?
 	report "$rc" "$checkpatch_rc"
 	if [ "${AFBUS_APPARMOR:-$((1 - debug))}" = 1 ]; then
-		lsm_check apparmor "$APPARMOR_UNITS"
+		boot_check apparmor "$APPARMOR_UNITS"
 	else
 		echo "skip - the AppArmor guest's tests (AFBUS_APPARMOR=0)"
 		skipped=$((skipped + 1))
 	fi
 	if [ "${AFBUS_SELINUX:-$((1 - debug))}" = 1 ]; then
-		lsm_check selinux "$SELINUX_UNITS"
+		boot_check selinux "$SELINUX_UNITS"
 	else
 		echo "skip - the SELinux guest's tests (AFBUS_SELINUX=0)"
 		skipped=$((skipped + 1))
 	fi
 	if [ "${AFBUS_CGROUP_V1:-$((1 - debug))}" = 1 ]; then
-		lsm_check cgroup-v1 "$CGROUP_V1_UNITS" afbus.cgroup_v1=1
+		boot_check cgroup-v1 "$CGROUP_V1_UNITS" afbus.cgroup_v1=1
 	else
 		echo "skip - the cgroup v1 guest's tests (AFBUS_CGROUP_V1=0)"
 		skipped=$((skipped + 1))
