@@ -146,6 +146,11 @@
 #                           AFBUS_BENCH_RUNS)
 #   AFBUS_PROFILE=rtt,rtt4k,signals4,signals64
 #                           --profile: what is profiled
+#   AFBUS_PROFILE_PERIOD=100000
+#                           --profile: instructions between two samples;
+#                           several (comma-separated): each profile once
+#                           per period (files NAME.pPERIOD), whose samples
+#                           fall on different places of a repeating loop
 #   AFBUS_BENCH_KERNEL=FILE --bench, --profile: boot this bzImage (a copy of
 #                           an earlier benchmark kernel, say) instead of
 #                           building the benchmark kernel
@@ -769,7 +774,7 @@ run_profile() {
 	OUT_DISK=$BENCH_DIR/profile.disk
 	rm -f "$OUT_DISK"
 	truncate -s 512M "$OUT_DISK"
-	BENCH_EXTRA="afbus.bench_profile=${AFBUS_PROFILE:-rtt,rtt4k,signals4,signals64} afbus.bench_out=/dev/vda"
+	BENCH_EXTRA="afbus.bench_profile=${AFBUS_PROFILE:-rtt,rtt4k,signals4,signals64} afbus.bench_period=${AFBUS_PROFILE_PERIOD:-100000} afbus.bench_out=/dev/vda"
 	bench_guest icount "$BENCH_DIR/guest-profile.log" || return 1
 	rm -rf "$PROFILE_DIR"
 	mkdir -p "$PROFILE_DIR"
