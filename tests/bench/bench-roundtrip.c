@@ -119,6 +119,7 @@ int main(int argc, char **argv)
 
 		ok += ping(c, dest, payload, size);
 		lat[i] = bench_now_ns() - s;
+		bench_jitter();
 	}
 	t1 = bench_now_ns();
 	cpu1 = self_cpu_us();

@@ -243,6 +243,7 @@ int main(int argc, char **argv)
 					emit(s.conns[i], m);
 		}
 		dbus_message_unref(m);
+		bench_jitter();
 	}
 	for (i = 0; i < n; i++) {
 		struct sub_report r;

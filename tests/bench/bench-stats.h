@@ -29,6 +29,38 @@ static inline uint64_t bench_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Between two operations of a benchmark under the profiler (run-bench
+ * sets BENCH_JITTER for `make profile`): spin a pseudo-random number of
+ * rounds below BENCH_JITTER. Under -icount the profiler samples every
+ * fixed number of instructions, and a loop that runs the same number of
+ * instructions every time is then sampled at the same few places of it
+ * (a 150 us round trip sampled every 100 us: at three places); the
+ * random pause moves the places from one operation to the next. Its
+ * own samples fall in bench_jitter(). Without BENCH_JITTER it does
+ * nothing.
+ */
+static __attribute__((unused, noinline)) void bench_jitter(void)
+{
+	static long max = -1;
+	static uint32_t x = 2463534242u;
+	volatile uint32_t sink = 0;
+	uint32_t n;
+
+	if (max < 0) {
+		const char *e = getenv("BENCH_JITTER");
+
+		max = e ? strtol(e, NULL, 10) : 0;
+	}
+	if (max <= 0)
+		return;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	for (n = x % (uint32_t)max; n; n--)
+		sink += n;
+}
+
 static inline void bench_die(const char *tool, const char *fmt, ...)
 {
 	va_list ap;
