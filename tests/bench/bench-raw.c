@@ -222,6 +222,10 @@ static int pingpong(bool bus, long rounds, long warmup, long size)
 			lat[i - warmup] = bench_now_ns() - s;
 			ok += n == (size ? size : 1) && in[0] == buf[0];
 		}
+		/* under the profiler only (the fan-out has none: a pause
+		 * would change how sender and receivers take turns)
+		 */
+		bench_jitter();
 	}
 	t1 = bench_now_ns();
 	c1 = bench_counters_read();
